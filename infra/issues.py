@@ -1,0 +1,44 @@
+"""A spec problem as the author sees it: file:line:column, key path, message."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from infra.yamlsrc import Path_
+
+
+def format_path(path: Path_) -> str:
+    """`('agents', 'support', 'tools', 2)` → `agents.support.tools[2]`."""
+    out = ""
+    for element in path:
+        if isinstance(element, int):
+            out += f"[{element}]"
+        else:
+            text = str(element)
+            plain = text.replace("_", "").replace("-", "").isalnum()
+            out += (f".{text}" if out else text) if plain else f"[{text!r}]"
+    return out or "(top level)"
+
+
+def did_you_mean(word: object, candidates: Iterable[str]) -> str:
+    """` did you mean 'tools'?` or empty: appended to messages about unknown names."""
+    if not isinstance(word, str):
+        return ""
+    pool = sorted(set(candidates))
+    lowered = {c.lower(): c for c in pool}
+    match = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.6)
+    return f"; did you mean {lowered[match[0]]!r}?" if match else ""
+
+
+@dataclass(frozen=True, order=True)
+class SpecIssue:
+    line: int
+    column: int
+    path: str
+    message: str
+    file: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}: {self.path}: {self.message}"

@@ -1,0 +1,305 @@
+"""Checks that span sections: references resolve, no cycles, no plaintext secrets, python
+tools stay inside the project's tools package, embedded JSON Schemas are valid.
+
+They run on the raw YAML data (not the pydantic models) and read it defensively, so they
+report their problems even when the structure has errors elsewhere: the author sees every
+error at once.
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from infra.issues import did_you_mean
+from infra.yamlsrc import Path_
+from runtime.spec.tools import BUILTIN_TOOLS, PYTHON_HANDLER_RE, URL_PARAM_RE
+from runtime.spec.types import SECRET_REF_RE
+
+SENSITIVE_HEADER = re.compile(r"authorization|api[-_]?key|token|secret|password|cookie", re.I)
+
+
+@dataclass(frozen=True)
+class RefProblem:
+    path: Path_
+    message: str
+    at_key: bool = False
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def check_references(data: Any, project_dir: Path) -> list[RefProblem]:
+    root = _mapping(data)
+    problems: list[RefProblem] = []
+    problems += _check_models(root)
+    problems += _check_agents(root)
+    problems += _check_secrets(root)
+    problems += _check_tools(root, project_dir)
+    problems += _check_logical_ids(root)
+    return problems
+
+
+def _check_models(root: dict[str, Any]) -> Iterator[RefProblem]:
+    models = _mapping(root.get("models"))
+    default = _mapping(root.get("defaults")).get("model")
+    if isinstance(default, str) and default not in models:
+        yield RefProblem(
+            ("defaults", "model"), f"unknown model {default!r}{did_you_mean(default, models)}"
+        )
+    for name, config in models.items():
+        for i, fallback in enumerate(_list(_mapping(config).get("fallbacks"))):
+            path = ("models", name, "fallbacks", i)
+            if fallback == name:
+                yield RefProblem(path, "a model cannot be its own fallback")
+            elif isinstance(fallback, str) and fallback not in models:
+                yield RefProblem(path, f"unknown model {fallback!r}{did_you_mean(fallback, models)}")
+
+
+def _check_agents(root: dict[str, Any]) -> Iterator[RefProblem]:
+    agents = _mapping(root.get("agents"))
+    models = _mapping(root.get("models"))
+    tools = _mapping(root.get("tools"))
+    servers = _mapping(root.get("mcp_servers"))
+    has_default_model = isinstance(_mapping(root.get("defaults")).get("model"), str)
+    for name, raw in agents.items():
+        agent = _mapping(raw)
+        base: Path_ = ("agents", name)
+        model = agent.get("model")
+        if model is None and not has_default_model and isinstance(raw, dict):
+            yield RefProblem(base, "no model: set `model` here or `defaults.model`", at_key=True)
+        elif isinstance(model, str) and model not in models:
+            yield RefProblem((*base, "model"), f"unknown model {model!r}{did_you_mean(model, models)}")
+        selected: list[str] = []
+        for i, ref in enumerate(_list(agent.get("tools"))):
+            if not isinstance(ref, str):
+                continue
+            path = (*base, "tools", i)
+            if ref in selected:
+                yield RefProblem(path, f"tool {ref!r} is listed twice")
+            selected.append(ref)
+            message = _tool_ref_problem(ref, tools, servers)
+            if message:
+                yield RefProblem(path, message)
+        for i, sub in enumerate(_list(agent.get("sub_agents"))):
+            path = (*base, "sub_agents", i)
+            if sub == name:
+                yield RefProblem(path, "an agent cannot be its own sub-agent")
+            elif isinstance(sub, str) and sub not in agents:
+                yield RefProblem(path, f"unknown agent {sub!r}{did_you_mean(sub, agents)}")
+        for i, rule in enumerate(_list(agent.get("approval"))):
+            yield from _check_approval_rule(_mapping(rule), (*base, "approval", i), selected)
+    yield from _check_cycles(agents)
+
+
+def _tool_ref_problem(ref: str, tools: dict[str, Any], servers: dict[str, Any]) -> str | None:
+    if ref.startswith("builtin:"):
+        builtin = ref.removeprefix("builtin:")
+        if builtin not in BUILTIN_TOOLS:
+            return f"unknown built-in tool {builtin!r}{did_you_mean(builtin, BUILTIN_TOOLS)}"
+        return None
+    if ref.startswith("mcp:"):
+        server, _, tool = ref.removeprefix("mcp:").partition("/")
+        if server not in servers:
+            return f"unknown MCP server {server!r}{did_you_mean(server, servers)}"
+        if "/" in ref.removeprefix("mcp:") and not tool:
+            return f"{ref!r}: expected mcp:SERVER or mcp:SERVER/TOOL"
+        return None
+    if ref not in tools:
+        hint = did_you_mean(ref, [*tools, *(f"builtin:{b}" for b in BUILTIN_TOOLS)])
+        return (
+            f"unknown tool {ref!r}{hint} "
+            "(tools are names under `tools`, mcp:SERVER[/TOOL] or builtin:NAME)"
+        )
+    return None
+
+
+def _check_approval_rule(rule: dict[str, Any], path: Path_, selected: list[str]) -> Iterator[RefProblem]:
+    patterns = _list(rule.get("tools"))
+    if not patterns and not rule.get("destructive"):
+        yield RefProblem(path, "an approval rule needs `tools` or `destructive: true`", at_key=True)
+    offered = [*selected, "builtin:agent_clarify"]
+    for i, pattern in enumerate(patterns):
+        if not isinstance(pattern, str):
+            continue
+        if any(_approval_matches(pattern, ref) for ref in offered):
+            continue
+        yield RefProblem(
+            (*path, "tools", i),
+            f"{pattern!r} matches none of this agent's tools{did_you_mean(pattern, selected)}",
+        )
+
+
+def _approval_matches(pattern: str, ref: str) -> bool:
+    """Does an approval pattern cover a tool reference of the agent?
+
+    `mcp:orders/delete_*` covers `mcp:orders` (the server's tools are known only at run
+    time), so a rule naming single tools of a selected server is accepted.
+    """
+    if fnmatch.fnmatchcase(ref, pattern):
+        return True
+    if pattern.startswith("mcp:") and ref.startswith("mcp:") and "/" not in ref:
+        return pattern.removeprefix("mcp:").partition("/")[0] == ref.removeprefix("mcp:")
+    return False
+
+
+def _check_cycles(agents: dict[str, Any]) -> Iterator[RefProblem]:
+    graph = {
+        name: [s for s in _list(_mapping(a).get("sub_agents")) if isinstance(s, str) and s in agents and s != name]
+        for name, a in agents.items()
+    }
+    reported: set[frozenset[str]] = set()
+    for start in graph:
+        stack: list[tuple[str, list[str]]] = [(start, [start])]
+        while stack:
+            node, trail = stack.pop()
+            for child in graph[node]:
+                if child == start:
+                    cycle = frozenset(trail)
+                    if cycle not in reported:
+                        reported.add(cycle)
+                        index = graph[start].index(trail[1] if len(trail) > 1 else child)
+                        loop = " → ".join([*trail, start])
+                        yield RefProblem(
+                            ("agents", start, "sub_agents", index), f"sub-agent cycle: {loop}"
+                        )
+                elif child not in trail:
+                    stack.append((child, [*trail, child]))
+
+
+def _strings(value: Any, path: Path_) -> Iterator[tuple[Path_, str]]:
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _strings(item, (*path, index))
+
+
+def _check_secrets(root: dict[str, Any]) -> Iterator[RefProblem]:
+    declared = _mapping(root.get("secrets"))
+    for path, text in _strings({k: v for k, v in root.items() if k != "secrets"}, ()):
+        for name in SECRET_REF_RE.findall(text):
+            if name not in declared:
+                hint = did_you_mean(name, declared)
+                yield RefProblem(path, f"secret {name!r} is not declared under `secrets`{hint}")
+        if "${secret:" in SECRET_REF_RE.sub("", text):
+            yield RefProblem(path, "malformed secret reference; expected ${secret:NAME}")
+    for section in ("tools", "mcp_servers"):
+        for name, config in _mapping(root.get(section)).items():
+            for header, value in _mapping(_mapping(config).get("headers")).items():
+                if (
+                    isinstance(header, str)
+                    and isinstance(value, str)
+                    and SENSITIVE_HEADER.search(header)
+                    and not SECRET_REF_RE.search(value)
+                ):
+                    yield RefProblem(
+                        (section, name, "headers", header),
+                        f"header {header!r} looks like a credential written in plaintext; "
+                        "declare it under `secrets` and write ${secret:NAME}",
+                    )
+
+
+def _check_tools(root: dict[str, Any], project_dir: Path) -> Iterator[RefProblem]:
+    package = root.get("tools_package", "tools")
+    for name, raw in _mapping(root.get("tools")).items():
+        tool = _mapping(raw)
+        base: Path_ = ("tools", name)
+        schema = tool.get("input_schema")
+        if schema is not None:
+            yield from check_json_schema(schema, (*base, "input_schema"), require_object=True)
+        if tool.get("type") == "python" and isinstance(tool.get("handler"), str):
+            yield from _check_python_handler(tool["handler"], package, project_dir, (*base, "handler"))
+        if tool.get("type") == "http" and isinstance(tool.get("url"), str) and isinstance(schema, dict):
+            properties = _mapping(schema.get("properties"))
+            for param in URL_PARAM_RE.findall(tool["url"]):
+                if param not in properties:
+                    yield RefProblem(
+                        (*base, "url"),
+                        f"URL parameter {{{param}}} is not a property of input_schema"
+                        f"{did_you_mean(param, properties)}",
+                    )
+    for name, raw in _mapping(root.get("agents")).items():
+        schema = _mapping(raw).get("output_schema")
+        if schema is not None:
+            yield from check_json_schema(schema, ("agents", name, "output_schema"))
+
+
+def _check_python_handler(handler: str, package: Any, project_dir: Path, path: Path_) -> Iterator[RefProblem]:
+    match = PYTHON_HANDLER_RE.match(handler)
+    if not match:
+        return  # the model reports the pattern
+    module, attr = match["module"], match["attr"]
+    if not isinstance(package, str) or module.split(".")[0] != package:
+        yield RefProblem(
+            path,
+            f"python tools must live in the project's tools package: expected "
+            f"'{package}.MODULE:FUNCTION', got {handler!r}",
+        )
+        return
+    parts = module.split(".")
+    candidates = [project_dir.joinpath(*parts).with_suffix(".py"), project_dir.joinpath(*parts, "__init__.py")]
+    source = next((c for c in candidates if c.is_file()), None)
+    if source is None:
+        yield RefProblem(path, f"module {module!r} not found (looked for {candidates[0].relative_to(project_dir)})")
+        return
+    try:
+        tree = ast.parse(source.read_text(encoding="utf-8"))
+    except SyntaxError as exc:
+        yield RefProblem(path, f"{source.name} has a syntax error at line {exc.lineno}: {exc.msg}")
+        return
+    functions = [
+        n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and not n.name.startswith("_")
+    ]
+    if attr not in functions:
+        yield RefProblem(path, f"no public function {attr!r} in {module}{did_you_mean(attr, functions)}")
+
+
+def check_json_schema(schema: Any, path: Path_, *, require_object: bool = False) -> Iterator[RefProblem]:
+    """An embedded JSON Schema must itself be valid (checked against its metaschema)."""
+    import jsonschema  # build-time only; never shipped in the Lambda package
+
+    if not isinstance(schema, dict):
+        return  # the model reports the type
+    validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        inner = tuple(exc.absolute_path)
+        yield RefProblem((*path, *inner), f"not a valid JSON Schema: {exc.message}")
+        return
+    if require_object and schema.get("type", "object") != "object":
+        yield RefProblem(path, "a tool's input_schema must have type: object")
+
+
+def logical_id(name: str) -> str:
+    """CloudFormation-safe PascalCase id for an agent name (`order-support` → `OrderSupport`)."""
+    return "".join(part[:1].upper() + part[1:] for part in re.split(r"[-_]", name) if part)
+
+
+def _check_logical_ids(root: dict[str, Any]) -> Iterator[RefProblem]:
+    seen: dict[str, str] = {}
+    for name in _mapping(root.get("agents")):
+        if not isinstance(name, str):
+            continue
+        lid = logical_id(name)
+        if lid in seen:
+            yield RefProblem(
+                ("agents", name),
+                f"agent names {seen[lid]!r} and {name!r} map to the same resource name {lid!r}",
+                at_key=True,
+            )
+        seen[lid] = name

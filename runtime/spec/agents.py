@@ -1,0 +1,116 @@
+"""Agent configurations: what an agent may use, how long it may run, who must approve what."""
+
+from __future__ import annotations
+
+import string
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from runtime.spec.models import SpecModel
+from runtime.spec.types import Duration, Name
+
+Decision = Literal["approve", "reject", "edit"]
+
+#: Variables a system prompt may use as `{name}`; `{{` and `}}` are literal braces.
+PROMPT_VARIABLES = (
+    "date",
+    "time",
+    "datetime",
+    "weekday",
+    "agent",
+    "description",
+    "run_id",
+    "session_id",
+)
+
+
+def prompt_variables(template: str) -> list[str]:
+    """The `{name}` fields of a system prompt, in order (raises ValueError on bad braces)."""
+    return [field for _, field, _, _ in string.Formatter().parse(template) if field is not None]
+
+
+class ApprovalRule(SpecModel):
+    """Gate matching tool calls on a person's decision before they run.
+
+    `tools` entries use the agent's tool reference syntax and may be globs:
+    `refund`, `mcp:orders/delete_*`, `builtin:http_request`, `*`.
+    """
+
+    tools: list[str] = Field(default_factory=list)
+    destructive: bool = Field(
+        False, description="Also gate MCP tools annotated with destructiveHint."
+    )
+    timeout: Duration | None = Field(None, description="Overrides defaults.approval_timeout.")
+    decisions: list[Decision] = Field(
+        default_factory=lambda: ["approve", "reject"],
+        min_length=1,
+        description="What an approver may answer; `edit` lets them change the inputs.",
+    )
+
+    @field_validator("decisions")
+    @classmethod
+    def _unique_decisions(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError("decisions must not repeat")
+        return value
+
+
+class SessionSettings(SpecModel):
+    """How a run sees earlier runs of the same session."""
+
+    enabled: bool = True
+    history_limit: int = Field(200, ge=0, description="Most recent messages loaded into context.")
+    ttl: Duration | None = Field(None, description="Overrides deployment.retention.")
+
+
+class LambdaSettings(SpecModel):
+    memory: int | None = Field(None, ge=128, le=10240, description="MB")
+    timeout: Duration | None = Field(None, le=900, description="Lambda timeout (max 15m).")
+    reserved_concurrency: int | None = Field(None, ge=0)
+
+
+class AgentConfig(SpecModel):
+    description: str = Field(min_length=1)
+    model: Name | None = Field(None, description="A key of `models`; default: defaults.model.")
+    system_prompt: str = Field("You are a helpful assistant.", min_length=1)
+    tools: list[str] = Field(
+        default_factory=list,
+        description="Tool names, `mcp:server`, `mcp:server/tool`, `builtin:name`.",
+    )
+    sub_agents: list[Name] = Field(default_factory=list)
+    max_turns: int | None = Field(None, ge=1, le=1000)
+    tool_timeout: Duration | None = None
+    tool_result_max_chars: int | None = Field(None, ge=100)
+    output_schema: dict[str, Any] | None = Field(
+        None, description="JSON Schema the final answer must satisfy."
+    )
+    approval: list[ApprovalRule] = Field(default_factory=list)
+    session: SessionSettings = Field(default_factory=SessionSettings)  # type: ignore[arg-type]
+    input_timeout: Duration | None = Field(
+        None, description="How long a clarification waits; overrides defaults.input_timeout."
+    )
+    # `lambda` is a Python keyword; the alias keeps the YAML natural.
+    lambda_: LambdaSettings = Field(default_factory=LambdaSettings, alias="lambda")  # type: ignore[arg-type]
+
+    @field_validator("system_prompt")
+    @classmethod
+    def _prompt_variables_known(cls, value: str) -> str:
+        try:
+            fields = prompt_variables(value)
+        except ValueError as exc:
+            raise ValueError(
+                f"system_prompt has unbalanced braces ({exc}); write {{{{ and }}}} for literal braces"
+            ) from exc
+        unknown = [f for f in fields if f not in PROMPT_VARIABLES]
+        if unknown:
+            import difflib
+
+            known = ", ".join("{" + v + "}" for v in PROMPT_VARIABLES)
+            close = difflib.get_close_matches(unknown[0], PROMPT_VARIABLES, n=1)
+            hint = f" did you mean {{{close[0]}}}?" if close else ""
+            raise ValueError(
+                f"unknown prompt variable {{{unknown[0]}}};{hint} known: {known} "
+                "(write {{ and }} for literal braces)"
+            )
+        return value

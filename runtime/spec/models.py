@@ -1,0 +1,160 @@
+"""Model configurations: one class per provider, a discriminated union on `provider`.
+
+The `scripted` provider's format is a contract (tests and demos depend on it): entry *i* of
+`script` answers the *i*-th model call of a run, counted from the run's persisted history.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, model_validator
+
+from runtime.spec.types import Duration, Name, SecretRef
+
+
+class SpecModel(BaseModel):
+    """Base of every spec section: unknown keys are errors, not silently ignored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RetrySettings(SpecModel):
+    """How transient model errors (429/503/throttling/overloaded) are retried."""
+
+    max_attempts: int = Field(4, ge=1, le=20, description="Attempts per model, first included.")
+    base_delay: Duration = Field(1.0, description="First backoff; doubles each attempt.")
+    max_delay: Duration = Field(20.0, description="Backoff ceiling (Retry-After wins if larger).")
+
+
+class _ModelBase(SpecModel):
+    temperature: float | None = Field(None, ge=0, le=2)
+    max_tokens: int | None = Field(None, ge=1, le=1_000_000)
+    timeout: Duration = Field(60.0, description="Per-request timeout.")
+    fallbacks: list[Name] = Field(
+        default_factory=list, description="Other models tried in order when this one fails."
+    )
+    retry: RetrySettings = Field(default_factory=RetrySettings)  # type: ignore[arg-type]
+
+
+class BedrockModel(_ModelBase):
+    """Amazon Bedrock through the Converse API (boto3), IAM-scoped to this model id."""
+
+    provider: Literal["bedrock"]
+    model_id: str = Field(min_length=1, examples=["us.anthropic.claude-sonnet-4-20250514-v1:0"])
+    region: str | None = Field(None, description="Defaults to the Lambda's region.")
+
+
+class OpenAIModel(_ModelBase):
+    provider: Literal["openai"]
+    model_id: str = Field(min_length=1, examples=["gpt-4.1"])
+    api_key: SecretRef
+    base_url: HttpUrl | None = None
+    organization: str | None = None
+
+
+class AzureOpenAIModel(_ModelBase):
+    provider: Literal["azure_openai"]
+    model_id: str = Field(min_length=1, description="The model name, reported as model_used.")
+    base_url: HttpUrl = Field(description="https://RESOURCE.openai.azure.com")
+    deployment: str = Field(min_length=1)
+    api_version: str = Field("2024-10-21", min_length=1)
+    api_key: SecretRef
+
+
+class AnthropicModel(_ModelBase):
+    provider: Literal["anthropic"]
+    model_id: str = Field(min_length=1, examples=["claude-sonnet-4-20250514"])
+    api_key: SecretRef
+    base_url: HttpUrl | None = None
+
+
+class GeminiModel(_ModelBase):
+    provider: Literal["gemini"]
+    model_id: str = Field(min_length=1, examples=["gemini-2.5-flash"])
+    api_key: SecretRef
+    base_url: HttpUrl | None = None
+
+
+class OllamaModel(_ModelBase):
+    provider: Literal["ollama"]
+    model_id: str = Field(min_length=1, examples=["qwen3"])
+    base_url: HttpUrl = HttpUrl("http://localhost:11434/v1")
+    api_key: SecretRef | None = None
+
+
+class OpenAICompatibleModel(_ModelBase):
+    provider: Literal["openai_compatible"]
+    model_id: str = Field(min_length=1)
+    base_url: HttpUrl
+    api_key: SecretRef | None = None
+
+
+class Usage(SpecModel):
+    input_tokens: int = Field(0, ge=0)
+    output_tokens: int = Field(0, ge=0)
+
+
+class ScriptedToolCall(SpecModel):
+    name: str = Field(min_length=1)
+    arguments: dict[str, Any] | str = Field(
+        default_factory=dict,
+        description="A mapping; a string is sent as raw (possibly invalid) JSON, for tests.",
+    )
+    id: str | None = Field(None, description="Tool call id; generated when omitted.")
+
+
+class ScriptedError(SpecModel):
+    """Makes this model call fail, to exercise retries, fallbacks and error handling."""
+
+    status: int | None = Field(None, ge=400, le=599, description="HTTP-like status, e.g. 429.")
+    code: str = Field("ModelError", min_length=1, examples=["ThrottlingException"])
+    message: str = "scripted model error"
+
+
+class ScriptEntry(SpecModel):
+    """One model answer: a final `text` (string or mapping), `tool_calls`, or an `error`."""
+
+    text: str | dict[str, Any] | list[Any] | None = None
+    tool_calls: list[ScriptedToolCall] = Field(default_factory=list)
+    usage: Usage | None = None
+    stop_reason: Literal["end_turn", "tool_use", "max_tokens"] | None = None
+    error: ScriptedError | None = None
+
+    @model_validator(mode="after")
+    def _says_something(self) -> ScriptEntry:
+        if self.text is None and not self.tool_calls and self.error is None:
+            raise ValueError("a script entry needs `text`, `tool_calls` or `error`")
+        return self
+
+
+class ScriptedModel(_ModelBase):
+    """Deterministic answers for tests and offline demos."""
+
+    provider: Literal["scripted"]
+    model_id: str = Field("scripted", min_length=1)
+    script: list[ScriptEntry] = Field(min_length=1)
+
+
+ModelConfig = Annotated[
+    BedrockModel
+    | OpenAIModel
+    | AzureOpenAIModel
+    | AnthropicModel
+    | GeminiModel
+    | OllamaModel
+    | OpenAICompatibleModel
+    | ScriptedModel,
+    Field(discriminator="provider"),
+]
+
+PROVIDERS = (
+    "bedrock",
+    "openai",
+    "azure_openai",
+    "anthropic",
+    "gemini",
+    "ollama",
+    "openai_compatible",
+    "scripted",
+)

@@ -1,0 +1,100 @@
+"""The whole `agents.yaml`: defaults, deployment settings, secrets and the named sections.
+
+The runtime reads the *compiled* spec (`agentfn.spec.json`, written by `agentfn build`),
+which is this model dumped to JSON: no YAML parser and no validation of references at
+cold start, those happened at build time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from runtime.spec.agents import AgentConfig
+from runtime.spec.models import ModelConfig, SpecModel
+from runtime.spec.tools import McpServerConfig, ToolConfig
+from runtime.spec.types import Duration, Name
+
+SCHEMA_VERSION = 1
+
+
+class LambdaDefaults(SpecModel):
+    memory: int = Field(1024, ge=128, le=10240, description="MB")
+    timeout: Duration = Field(900.0, le=900, description="Lambda timeout (max 15m).")
+    reserved_concurrency: int | None = Field(None, ge=0)
+
+
+class Defaults(SpecModel):
+    model: Name | None = None
+    max_turns: int = Field(25, ge=1, le=1000)
+    tool_timeout: Duration = 30.0
+    tool_result_max_chars: int = Field(50_000, ge=100)
+    approval_timeout: Duration = Field(86_400.0, le=31_536_000)
+    input_timeout: Duration = Field(86_400.0, le=31_536_000)
+    lambda_: LambdaDefaults = Field(default_factory=LambdaDefaults, alias="lambda")  # type: ignore[arg-type]
+
+
+class SecretConfig(SpecModel):
+    """Where `${secret:NAME}` is read at run time (cached per warm container, never logged)."""
+
+    source: Literal["secretsmanager", "ssm"] = "secretsmanager"
+    name: str | None = Field(
+        None, min_length=1, description="Secret id or parameter name; default: the key."
+    )
+
+
+class Deployment(SpecModel):
+    """Settings of the generated SAM template."""
+
+    runtime: Literal["python3.11", "python3.12", "python3.13"] = "python3.13"
+    architecture: Literal["arm64", "x86_64"] = "arm64"
+    api_auth: Literal["iam", "none"] = Field(
+        "iam", description="iam: callers sign requests (SigV4). none: open API (use with care)."
+    )
+    stage_name: str = Field("v1", pattern=r"^[A-Za-z0-9_]{1,64}$")
+    retention: Duration = Field(
+        30 * 86_400.0, description="Run state TTL and S3 object expiry."
+    )
+    log_retention_days: Literal[
+        1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1827, 3653
+    ] = 30
+    event_bus: str = Field("default", min_length=1)
+    tracing: bool = True
+
+
+class AgentfnSpec(SpecModel):
+    version: Literal[1]
+    tools_package: str = Field(
+        "tools", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="Where python tools live."
+    )
+    defaults: Defaults = Field(default_factory=Defaults)  # type: ignore[arg-type]
+    deployment: Deployment = Field(default_factory=Deployment)  # type: ignore[arg-type]
+    secrets: dict[Name, SecretConfig] = Field(default_factory=dict)
+    models: dict[Name, ModelConfig] = Field(default_factory=dict)
+    mcp_servers: dict[Name, McpServerConfig] = Field(default_factory=dict)
+    tools: dict[Name, ToolConfig] = Field(default_factory=dict)
+    agents: dict[Name, AgentConfig] = Field(min_length=1)
+
+    def to_compiled(self) -> dict[str, object]:
+        """The JSON-ready form shipped in the Lambda package (aliases kept, so it reloads)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_defaults=False)
+
+    def spec_hash(self) -> str:
+        """A stable hash of everything a run's behaviour depends on (recorded on each run)."""
+        canonical = json.dumps(self.to_compiled(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+    def model_for(self, agent: str) -> str:
+        name = self.agents[agent].model or self.defaults.model
+        assert name is not None, "validated at build time"
+        return name
+
+
+def load_compiled(path: str | Path) -> AgentfnSpec:
+    """Load the compiled spec JSON written by `agentfn build` (fast: no YAML, no checks)."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    return AgentfnSpec.model_validate(data)

@@ -1,0 +1,125 @@
+"""Tool and MCP server configurations.
+
+Every tool states its `effect`, because crash recovery depends on it: a `read_only` call
+may run concurrently and be repeated freely, an `idempotent` one may be repeated with the
+same idempotency key, and an `at_most_once` one whose outcome is unknown after a crash is
+reported as such instead of being run again. The default is the safe one, `at_most_once`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, HttpUrl, model_validator
+
+from runtime.spec.models import SpecModel
+from runtime.spec.types import Duration
+
+Effect = Literal["read_only", "idempotent", "at_most_once"]
+
+# `{name}` placeholders in an HTTP tool's URL template (`{{` is a literal brace).
+URL_PARAM_RE = re.compile(r"(?<!\{)\{([A-Za-z_][A-Za-z0-9_]*)\}(?!\})")
+PYTHON_HANDLER_RE = re.compile(
+    r"^(?P<module>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*):(?P<attr>[A-Za-z_][A-Za-z0-9_]*)$"
+)
+
+
+class _ToolBase(SpecModel):
+    description: str = Field(min_length=1, description="What the model reads to decide to call it.")
+    effect: Effect = "at_most_once"
+    input_schema: dict[str, Any] | None = Field(
+        None, description="JSON Schema of the arguments (type: object)."
+    )
+    timeout: Duration | None = Field(None, description="Overrides defaults.tool_timeout.")
+    max_chars: int | None = Field(
+        None, ge=100, description="Characters of output put in context; the rest is cached."
+    )
+
+
+class HttpTool(_ToolBase):
+    """An HTTP endpoint. `{param}` placeholders in `url` are filled from the arguments; the
+    remaining arguments go to the query string (`args_in: query`) or a JSON body (`body`)."""
+
+    type: Literal["http"]
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"] = "GET"
+    url: str = Field(min_length=1, examples=["https://crm.example.com/accounts/{customer_id}"])
+    headers: dict[str, str] = Field(default_factory=dict)
+    args_in: Literal["query", "body"] | None = Field(
+        None, description="Default: query for GET/HEAD/DELETE, body otherwise."
+    )
+    allow_private: list[str] = Field(
+        default_factory=list,
+        description="Hosts or CIDRs exempt from the SSRF guard (e.g. 127.0.0.1 for a local test).",
+    )
+
+    @model_validator(mode="after")
+    def _absolute_url(self) -> HttpTool:
+        probe = URL_PARAM_RE.sub("x", self.url)
+        if not re.match(r"^https?://[^/{}]+", probe):
+            raise ValueError(f"url must be an absolute http(s) URL, got {self.url!r}")
+        return self
+
+    def url_params(self) -> list[str]:
+        return URL_PARAM_RE.findall(self.url)
+
+
+class PythonTool(_ToolBase):
+    """A sync or async callable inside the project's tools package: `tools.module:function`."""
+
+    type: Literal["python"]
+    handler: str = Field(pattern=PYTHON_HANDLER_RE.pattern, examples=["tools.billing:refund"])
+
+
+class LambdaTool(_ToolBase):
+    """A Lambda function invoked synchronously with {tool, arguments, idempotency_key, run_id}."""
+
+    type: Literal["lambda"]
+    function_arn: str = Field(
+        pattern=r"^arn:aws[a-zA-Z-]*:lambda:[a-z0-9-]+:\d{12}:function:[A-Za-z0-9_-]+(:[A-Za-z0-9_$-]+)?$",
+        examples=["arn:aws:lambda:us-east-1:123456789012:function:charge"],
+    )
+
+
+ToolConfig = Annotated[HttpTool | PythonTool | LambdaTool, Field(discriminator="type")]
+
+
+class _McpBase(SpecModel):
+    enabled: bool = True
+    timeout: Duration = Field(30.0, description="Per-call timeout (connect, list, call).")
+    cache_ttl: Duration = Field(300.0, description="How long a warm container reuses tools/list.")
+    effect: Effect = Field(
+        "at_most_once", description="Effect of tools without a readOnlyHint annotation."
+    )
+
+
+class StdioMcpServer(_McpBase):
+    transport: Literal["stdio"]
+    command: str = Field(min_length=1)
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+
+
+class HttpMcpServer(_McpBase):
+    """Streamable HTTP transport."""
+
+    transport: Literal["http"]
+    url: HttpUrl
+    headers: dict[str, str] = Field(default_factory=dict)
+
+
+McpServerConfig = Annotated[StdioMcpServer | HttpMcpServer, Field(discriminator="transport")]
+
+#: Built-in tools an agent may list as `builtin:NAME`. `agent_clarify` is always offered;
+#: the session cache tools are offered automatically when a run has a session.
+BUILTIN_TOOLS = (
+    "agent_clarify",
+    "get_time_date",
+    "list_tools_available",
+    "session_cache_list",
+    "session_cache_get",
+    "http_request",
+    "storage_read",
+    "storage_write",
+)
