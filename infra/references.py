@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from infra.issues import did_you_mean
+from infra.naming import logical_id
 from infra.yamlsrc import Path_
 from runtime.spec.tools import BUILTIN_TOOLS, PYTHON_HANDLER_RE, URL_PARAM_RE
 from runtime.spec.types import SECRET_REF_RE
@@ -63,7 +64,9 @@ def _check_models(root: dict[str, Any]) -> Iterator[RefProblem]:
             if fallback == name:
                 yield RefProblem(path, "a model cannot be its own fallback")
             elif isinstance(fallback, str) and fallback not in models:
-                yield RefProblem(path, f"unknown model {fallback!r}{did_you_mean(fallback, models)}")
+                yield RefProblem(
+                    path, f"unknown model {fallback!r}{did_you_mean(fallback, models)}"
+                )
 
 
 def _check_agents(root: dict[str, Any]) -> Iterator[RefProblem]:
@@ -79,7 +82,9 @@ def _check_agents(root: dict[str, Any]) -> Iterator[RefProblem]:
         if model is None and not has_default_model and isinstance(raw, dict):
             yield RefProblem(base, "no model: set `model` here or `defaults.model`", at_key=True)
         elif isinstance(model, str) and model not in models:
-            yield RefProblem((*base, "model"), f"unknown model {model!r}{did_you_mean(model, models)}")
+            yield RefProblem(
+                (*base, "model"), f"unknown model {model!r}{did_you_mean(model, models)}"
+            )
         selected: list[str] = []
         for i, ref in enumerate(_list(agent.get("tools"))):
             if not isinstance(ref, str):
@@ -124,7 +129,9 @@ def _tool_ref_problem(ref: str, tools: dict[str, Any], servers: dict[str, Any]) 
     return None
 
 
-def _check_approval_rule(rule: dict[str, Any], path: Path_, selected: list[str]) -> Iterator[RefProblem]:
+def _check_approval_rule(
+    rule: dict[str, Any], path: Path_, selected: list[str]
+) -> Iterator[RefProblem]:
     patterns = _list(rule.get("tools"))
     if not patterns and not rule.get("destructive"):
         yield RefProblem(path, "an approval rule needs `tools` or `destructive: true`", at_key=True)
@@ -155,7 +162,11 @@ def _approval_matches(pattern: str, ref: str) -> bool:
 
 def _check_cycles(agents: dict[str, Any]) -> Iterator[RefProblem]:
     graph = {
-        name: [s for s in _list(_mapping(a).get("sub_agents")) if isinstance(s, str) and s in agents and s != name]
+        name: [
+            s
+            for s in _list(_mapping(a).get("sub_agents"))
+            if isinstance(s, str) and s in agents and s != name
+        ]
         for name, a in agents.items()
     }
     reported: set[frozenset[str]] = set()
@@ -222,8 +233,14 @@ def _check_tools(root: dict[str, Any], project_dir: Path) -> Iterator[RefProblem
         if schema is not None:
             yield from check_json_schema(schema, (*base, "input_schema"), require_object=True)
         if tool.get("type") == "python" and isinstance(tool.get("handler"), str):
-            yield from _check_python_handler(tool["handler"], package, project_dir, (*base, "handler"))
-        if tool.get("type") == "http" and isinstance(tool.get("url"), str) and isinstance(schema, dict):
+            yield from _check_python_handler(
+                tool["handler"], package, project_dir, (*base, "handler")
+            )
+        if (
+            tool.get("type") == "http"
+            and isinstance(tool.get("url"), str)
+            and isinstance(schema, dict)
+        ):
             properties = _mapping(schema.get("properties"))
             for param in URL_PARAM_RE.findall(tool["url"]):
                 if param not in properties:
@@ -238,7 +255,9 @@ def _check_tools(root: dict[str, Any], project_dir: Path) -> Iterator[RefProblem
             yield from check_json_schema(schema, ("agents", name, "output_schema"))
 
 
-def _check_python_handler(handler: str, package: Any, project_dir: Path, path: Path_) -> Iterator[RefProblem]:
+def _check_python_handler(
+    handler: str, package: Any, project_dir: Path, path: Path_
+) -> Iterator[RefProblem]:
     match = PYTHON_HANDLER_RE.match(handler)
     if not match:
         return  # the model reports the pattern
@@ -251,10 +270,16 @@ def _check_python_handler(handler: str, package: Any, project_dir: Path, path: P
         )
         return
     parts = module.split(".")
-    candidates = [project_dir.joinpath(*parts).with_suffix(".py"), project_dir.joinpath(*parts, "__init__.py")]
+    candidates = [
+        project_dir.joinpath(*parts).with_suffix(".py"),
+        project_dir.joinpath(*parts, "__init__.py"),
+    ]
     source = next((c for c in candidates if c.is_file()), None)
     if source is None:
-        yield RefProblem(path, f"module {module!r} not found (looked for {candidates[0].relative_to(project_dir)})")
+        yield RefProblem(
+            path,
+            f"module {module!r} not found (looked for {candidates[0].relative_to(project_dir)})",
+        )
         return
     try:
         tree = ast.parse(source.read_text(encoding="utf-8"))
@@ -262,13 +287,19 @@ def _check_python_handler(handler: str, package: Any, project_dir: Path, path: P
         yield RefProblem(path, f"{source.name} has a syntax error at line {exc.lineno}: {exc.msg}")
         return
     functions = [
-        n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and not n.name.startswith("_")
+        n.name
+        for n in tree.body
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and not n.name.startswith("_")
     ]
     if attr not in functions:
-        yield RefProblem(path, f"no public function {attr!r} in {module}{did_you_mean(attr, functions)}")
+        yield RefProblem(
+            path, f"no public function {attr!r} in {module}{did_you_mean(attr, functions)}"
+        )
 
 
-def check_json_schema(schema: Any, path: Path_, *, require_object: bool = False) -> Iterator[RefProblem]:
+def check_json_schema(
+    schema: Any, path: Path_, *, require_object: bool = False
+) -> Iterator[RefProblem]:
     """An embedded JSON Schema must itself be valid (checked against its metaschema)."""
     import jsonschema  # build-time only; never shipped in the Lambda package
 
@@ -283,11 +314,6 @@ def check_json_schema(schema: Any, path: Path_, *, require_object: bool = False)
         return
     if require_object and schema.get("type", "object") != "object":
         yield RefProblem(path, "a tool's input_schema must have type: object")
-
-
-def logical_id(name: str) -> str:
-    """CloudFormation-safe PascalCase id for an agent name (`order-support` → `OrderSupport`)."""
-    return "".join(part[:1].upper() + part[1:] for part in re.split(r"[-_]", name) if part)
 
 
 def _check_logical_ids(root: dict[str, Any]) -> Iterator[RefProblem]:

@@ -46,13 +46,22 @@ def validate_text(text: str, file: str, project_dir: Path) -> ValidationResult:
     try:
         data, source = load_yaml(text)
     except YamlLoadError as exc:
-        issues = [
-            SpecIssue(p.position.line, p.position.column, format_path(p.path), p.message, file)
-            for p in exc.problems
-        ]
-        return ValidationResult(None, issues)
+        return ValidationResult(
+            None,
+            [
+                SpecIssue(p.position.line, p.position.column, format_path(p.path), p.message, file)
+                for p in exc.problems
+            ],
+        )
     if not isinstance(data, dict):
-        return ValidationResult(None, [SpecIssue(1, 1, "(top level)", "expected a mapping with `version` and `agents`", file)])
+        return ValidationResult(
+            None,
+            [
+                SpecIssue(
+                    1, 1, "(top level)", "expected a mapping with `version` and `agents`", file
+                )
+            ],
+        )
 
     issues: list[SpecIssue] = []
     reported: set[Path_] = set()
@@ -64,23 +73,31 @@ def validate_text(text: str, file: str, project_dir: Path) -> ValidationResult:
             path, message, at_key = _explain(error, data)
             where, position = source.locate(path, key=at_key)
             reported.add(where)
-            issues.append(SpecIssue(position.line, position.column, format_path(path), message, file))
+            issues.append(
+                SpecIssue(position.line, position.column, format_path(path), message, file)
+            )
 
     for problem in check_references(data, project_dir):
         where, position = source.locate(problem.path, key=problem.at_key)
         if where in reported and where == problem.path:
             continue  # already explained by the structural pass
-        issues.append(SpecIssue(position.line, position.column, format_path(problem.path), problem.message, file))
+        issues.append(
+            SpecIssue(
+                position.line, position.column, format_path(problem.path), problem.message, file
+            )
+        )
 
-    issues = sorted(set(issues))
-    return ValidationResult(spec if not issues else None, issues, data)
+    ordered = sorted(set(issues))
+    return ValidationResult(spec if not ordered else None, ordered, data)
 
 
 def validate_file(path: Path) -> ValidationResult:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        return ValidationResult(None, [SpecIssue(0, 0, "(file)", f"cannot read: {exc.strerror}", str(path))])
+        return ValidationResult(
+            None, [SpecIssue(0, 0, "(file)", f"cannot read: {exc.strerror}", str(path))]
+        )
     return validate_text(text, str(path), path.resolve().parent)
 
 
@@ -99,28 +116,39 @@ def _explain(error: Any, data: Any) -> tuple[Path_, str, bool]:
         allowed = _allowed_keys(loc[:-1], data)
         return path, f"unknown key {loc[-1]!r}{did_you_mean(loc[-1], allowed)}", True
     if kind == "missing":
-        return path, f"missing required key {loc[-1]!r}", False
+        # Reported where the mapping that lacks it is named (its key), not at a sibling.
+        return path, f"missing required key {loc[-1]!r}", True
     if kind in {"union_tag_invalid", "union_tag_not_found"}:
         key = ctx.get("discriminator", "").strip("'")
         expected = _quoted(ctx.get("expected_tags", ""))
         if kind == "union_tag_not_found":
-            return path, f"missing required key {key!r} (one of: {', '.join(expected)})", False
+            return path, f"missing required key {key!r} (one of: {', '.join(expected)})", True
         tag = ctx.get("tag")
-        return (*path, key), f"unknown {key} {tag!r}{did_you_mean(tag, expected)}; expected one of: {', '.join(expected)}", False
+        hint = did_you_mean(tag, expected)
+        return (*path, key), f"unknown {key} {tag!r}{hint} (one of: {', '.join(expected)})", False
     if kind == "literal_error":
         expected = _quoted(ctx.get("expected", ""))
-        return path, f"expected one of: {', '.join(expected)}; got {given!r}{did_you_mean(given, expected)}", False
+        return (
+            path,
+            f"expected one of: {', '.join(expected)}; got {given!r}{did_you_mean(given, expected)}",
+            False,
+        )
     if kind == "string_pattern_mismatch":
         hint = _PATTERN_HINTS.get(ctx.get("pattern", ""), f"does not match {ctx.get('pattern')}")
         return path, f"{given!r}: {hint}", False
     message = re.sub(r"^(Value error|Assertion failed), ", "", error["msg"])
-    if kind not in {"value_error", "assertion_error"} and given is not None and not isinstance(given, dict | list):
+    if (
+        kind not in {"value_error", "assertion_error"}
+        and given is not None
+        and not isinstance(given, dict | list)
+    ):
         message += f" (got {given!r})"
     return path, message[:1].lower() + message[1:], False
 
 
 def _quoted(text: str) -> list[str]:
-    return re.findall(r"'([^']*)'", text)
+    """Choices out of pydantic's "'a', 'b' or 'c'" (numbers come unquoted: "1 or 2")."""
+    return re.findall(r"'([^']*)'", text) or [p for p in re.split(r", | or ", text) if p]
 
 
 def _yaml_path(loc: tuple[Any, ...], data: Any) -> Path_:
@@ -128,10 +156,9 @@ def _yaml_path(loc: tuple[Any, ...], data: Any) -> Path_:
     path: list[str | int] = []
     node = data
     for element in loc:
-        if isinstance(node, dict) and element in node:
-            path.append(element)
-            node = node[element]
-        elif isinstance(node, list) and isinstance(element, int) and element < len(node):
+        if (isinstance(node, dict) and element in node) or (
+            isinstance(node, list) and isinstance(element, int) and element < len(node)
+        ):
             path.append(element)
             node = node[element]
         elif not (isinstance(node, dict) and isinstance(element, str) and _is_tag(node, element)):
@@ -196,4 +223,3 @@ def _step(annotation: Any, element: Any) -> Any:
     if origin is list:
         return args[0]
     return None
-

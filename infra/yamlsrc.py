@@ -68,7 +68,10 @@ def _walk(node: yaml.Node, path: Path_, source: SourceMap, problems: list[LoadPr
     if isinstance(node, yaml.MappingNode):
         seen: dict[Any, Position] = {}
         for key_node, value_node in node.value:
-            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+            if (
+                not isinstance(key_node, yaml.ScalarNode)
+                or key_node.tag == "tag:yaml.org,2002:merge"
+            ):
                 continue
             key = key_node.value
             child = (*path, key)
@@ -103,7 +106,9 @@ def load_yaml(text: str) -> tuple[Any, SourceMap]:
             position = _pos(mark) if mark else Position(1, 1)
             problem = exc.problem or str(exc)
             context = f" ({exc.context})" if exc.context else ""
-            raise YamlLoadError([LoadProblem(f"YAML syntax error: {problem}{context}", position)]) from exc
+            raise YamlLoadError(
+                [LoadProblem(f"YAML syntax error: {problem}{context}", position)]
+            ) from exc
         if node is None:
             return None, SourceMap()
         source = SourceMap()

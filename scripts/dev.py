@@ -7,7 +7,7 @@ environments it needs, installs (or refreshes, when pyproject.toml changed) the 
 its test tools, then runs the demo or the test suite. It uses only the standard library.
 
 Two environments, on purpose:
-- `.venv`          the project, its runtime dependencies and the test tools (pytest, moto, cfn-lint).
+- `.venv`          the project, its dependencies and the test tools (pytest, moto, cfn-lint).
 - `.tools/sam`     the AWS SAM CLI, which pins many libraries of its own; isolating it keeps
                    those pins from ever constraining the project's dependencies.
 """
@@ -15,6 +15,7 @@ Two environments, on purpose:
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -47,8 +48,15 @@ def _ensure_env(env: Path, requirements: list[str], stamp_source: str) -> None:
         venv.EnvBuilder(with_pip=True, clear=True).create(env)
     _say(f"installing into {env.relative_to(ROOT)}: {' '.join(requirements)}")
     subprocess.run(
-        [str(_bin(env, "python")), "-m", "pip", "install", "--quiet",
-         "--disable-pip-version-check", *requirements],
+        [
+            str(_bin(env, "python")),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            *requirements,
+        ],
         check=True,
         cwd=ROOT,
     )
@@ -56,8 +64,14 @@ def _ensure_env(env: Path, requirements: list[str], stamp_source: str) -> None:
 
 
 def ensure_project() -> None:
-    pyproject = (ROOT / "pyproject.toml").read_text()
-    _ensure_env(VENV, ["-e", ".[dev]"], pyproject)
+    import tomllib  # after the version check in main(): Python 3.11+
+
+    # Reinstall only when what gets installed changes, not on every pyproject edit.
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = json.dumps(
+        [project["dependencies"], project["optional-dependencies"], project["scripts"]]
+    )
+    _ensure_env(VENV, ["-e", ".[dev]"], wanted)
 
 
 def ensure_sam() -> None:
@@ -98,8 +112,10 @@ def run_demo(extra: list[str]) -> int:
 
 
 def main(argv: list[str]) -> int:
-    if sys.version_info < (3, 11):
-        print("agentfn needs Python 3.11 or newer; run this script with python3.11.", file=sys.stderr)
+    if sys.version_info < (3, 11):  # noqa: UP036 - this script runs before any venv exists
+        print(
+            "agentfn needs Python 3.11 or newer; run this script with python3.11.", file=sys.stderr
+        )
         return 2
     if not argv or argv[0] not in {"demo", "test", "setup"}:
         print("usage: python3 scripts/dev.py demo|test [pytest args…]|setup", file=sys.stderr)

@@ -43,7 +43,7 @@ class ApprovalRule(SpecModel):
     )
     timeout: Duration | None = Field(None, description="Overrides defaults.approval_timeout.")
     decisions: list[Decision] = Field(
-        default_factory=lambda: ["approve", "reject"],
+        default_factory=lambda: ["approve", "reject"],  # type: ignore[arg-type]
         min_length=1,
         description="What an approver may answer; `edit` lets them change the inputs.",
     )
@@ -86,12 +86,12 @@ class AgentConfig(SpecModel):
         None, description="JSON Schema the final answer must satisfy."
     )
     approval: list[ApprovalRule] = Field(default_factory=list)
-    session: SessionSettings = Field(default_factory=SessionSettings)  # type: ignore[arg-type]
+    session: SessionSettings = Field(default_factory=SessionSettings)
     input_timeout: Duration | None = Field(
         None, description="How long a clarification waits; overrides defaults.input_timeout."
     )
     # `lambda` is a Python keyword; the alias keeps the YAML natural.
-    lambda_: LambdaSettings = Field(default_factory=LambdaSettings, alias="lambda")  # type: ignore[arg-type]
+    lambda_: LambdaSettings = Field(default_factory=LambdaSettings, alias="lambda")
 
     @field_validator("system_prompt")
     @classmethod
@@ -100,7 +100,8 @@ class AgentConfig(SpecModel):
             fields = prompt_variables(value)
         except ValueError as exc:
             raise ValueError(
-                f"system_prompt has unbalanced braces ({exc}); write {{{{ and }}}} for literal braces"
+                f"system_prompt has unbalanced braces ({exc}); "
+                "write {{ and }} for literal braces"
             ) from exc
         unknown = [f for f in fields if f not in PROMPT_VARIABLES]
         if unknown:

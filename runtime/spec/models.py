@@ -34,7 +34,7 @@ class _ModelBase(SpecModel):
     fallbacks: list[Name] = Field(
         default_factory=list, description="Other models tried in order when this one fails."
     )
-    retry: RetrySettings = Field(default_factory=RetrySettings)  # type: ignore[arg-type]
+    retry: RetrySettings = Field(default_factory=RetrySettings)
 
 
 class BedrockModel(_ModelBase):

@@ -35,7 +35,7 @@ class Defaults(SpecModel):
     tool_result_max_chars: int = Field(50_000, ge=100)
     approval_timeout: Duration = Field(86_400.0, le=31_536_000)
     input_timeout: Duration = Field(86_400.0, le=31_536_000)
-    lambda_: LambdaDefaults = Field(default_factory=LambdaDefaults, alias="lambda")  # type: ignore[arg-type]
+    lambda_: LambdaDefaults = Field(default_factory=LambdaDefaults, alias="lambda")
 
 
 class SecretConfig(SpecModel):
@@ -56,9 +56,7 @@ class Deployment(SpecModel):
         "iam", description="iam: callers sign requests (SigV4). none: open API (use with care)."
     )
     stage_name: str = Field("v1", pattern=r"^[A-Za-z0-9_]{1,64}$")
-    retention: Duration = Field(
-        30 * 86_400.0, description="Run state TTL and S3 object expiry."
-    )
+    retention: Duration = Field(30 * 86_400.0, description="Run state TTL and S3 object expiry.")
     log_retention_days: Literal[
         1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1827, 3653
     ] = 30
@@ -71,8 +69,8 @@ class AgentfnSpec(SpecModel):
     tools_package: str = Field(
         "tools", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="Where python tools live."
     )
-    defaults: Defaults = Field(default_factory=Defaults)  # type: ignore[arg-type]
-    deployment: Deployment = Field(default_factory=Deployment)  # type: ignore[arg-type]
+    defaults: Defaults = Field(default_factory=Defaults)
+    deployment: Deployment = Field(default_factory=Deployment)
     secrets: dict[Name, SecretConfig] = Field(default_factory=dict)
     models: dict[Name, ModelConfig] = Field(default_factory=dict)
     mcp_servers: dict[Name, McpServerConfig] = Field(default_factory=dict)

@@ -1,0 +1,176 @@
+"""`agentfn` command line: validate, schema, build, run.
+
+Exit codes: 0 success; 1 the spec is invalid, a check failed or a run failed; 2 usage.
+Diagnostics go to stderr; stdout carries only what was asked for (a schema, a template
+path, a result), so the output can be piped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import sys
+from pathlib import Path
+
+from infra.validate import ValidationResult, validate_file
+from runtime.spec import AgentfnSpec
+
+DEFAULT_SPEC = "agents.yaml"
+DEFAULT_TEMPLATE = "template.yaml"
+SCHEMA_PATH = Path("schema") / "agents.schema.json"
+
+
+def _err(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _report(result: ValidationResult) -> None:
+    for issue in result.issues:
+        _err(str(issue))
+    count = len(result.issues)
+    _err(f"{count} problem{'s' if count != 1 else ''} found.")
+
+
+def _load(spec_file: str) -> AgentfnSpec | None:
+    result = validate_file(Path(spec_file))
+    if not result.ok:
+        _report(result)
+        return None
+    return result.spec
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    result = validate_file(Path(args.file))
+    if not result.ok:
+        _report(result)
+        return 1
+    spec = result.spec
+    assert spec is not None
+    print(
+        f"{args.file}: valid — {len(spec.agents)} agents, {len(spec.tools)} tools, "
+        f"{len(spec.models)} models, {len(spec.mcp_servers)} MCP servers "
+        f"(spec hash {spec.spec_hash()})"
+    )
+    return 0
+
+
+def json_schema() -> str:
+    schema = AgentfnSpec.model_json_schema(by_alias=True)
+    document = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "agentfn agents.yaml",
+        **{k: v for k, v in schema.items() if k != "title"},
+    }
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    text = json_schema()
+    if args.check:
+        current = Path(args.check).read_text(encoding="utf-8") if Path(args.check).exists() else ""
+        if current != text:
+            _err(f"{args.check} is out of date; run: agentfn schema -o {args.check}")
+            return 1
+        return 0
+    if args.output:
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.output).write_text(text, encoding="utf-8")
+        _err(f"wrote {args.output}")
+        return 0
+    sys.stdout.write(text)
+    return 0
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from infra.package import stage_package
+    from infra.sam.template import build_template, render
+
+    spec = _load(args.file)
+    if spec is None:
+        return 1
+    text = render(build_template(spec, runtime=args.runtime))
+    output = Path(args.output)
+    if args.check:
+        current = output.read_text(encoding="utf-8") if output.exists() else ""
+        if current == text:
+            _err(f"{output} is up to date with {args.file}.")
+            return 0
+        diff = difflib.unified_diff(
+            current.splitlines(), text.splitlines(), str(output), "generated", lineterm="", n=1
+        )
+        for line in list(diff)[:40]:
+            _err(line)
+        _err(f"{output} differs from what {args.file} produces; run: agentfn build")
+        return 1
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(text, encoding="utf-8")
+    package = stage_package(spec, Path(args.file).resolve().parent, output.resolve().parent)
+    _err(f"wrote {output} ({len(spec.agents)} agents) and staged the Lambda package in {package}")
+    _err("next: sam validate --lint && sam build && sam deploy --guided")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    spec = _load(args.file)
+    if spec is None:
+        return 2
+    if args.agent not in spec.agents:
+        from infra.issues import did_you_mean
+
+        hint = did_you_mean(args.agent, spec.agents)
+        _err(f"unknown agent {args.agent!r}{hint}; agents: {', '.join(spec.agents)}")
+        return 2
+    _err("agentfn run: the engine is not implemented yet in this version.")
+    return 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="agentfn", description="Serverless AI agents from agents.yaml."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser(
+        "validate", help="check agents.yaml; report every problem at file:line:column"
+    )
+    p.add_argument("-f", "--file", default=DEFAULT_SPEC)
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("schema", help="print the JSON Schema of agents.yaml")
+    p.add_argument("-o", "--output", help="write to this file instead of stdout")
+    p.add_argument(
+        "--check", metavar="FILE", help="exit 1 when FILE differs from the current schema"
+    )
+    p.set_defaults(func=cmd_schema)
+
+    p = sub.add_parser("build", help="generate template.yaml and stage the Lambda package")
+    p.add_argument("-f", "--file", default=DEFAULT_SPEC)
+    p.add_argument("-o", "--output", default=DEFAULT_TEMPLATE)
+    p.add_argument("--check", action="store_true", help="exit 1 when the template is out of date")
+    p.add_argument(
+        "--runtime", help="override deployment.runtime (e.g. python3.11 to match a local build)"
+    )
+    p.set_defaults(func=cmd_build)
+
+    p = sub.add_parser("run", help="run an agent in-process on the embedded AWS")
+    p.add_argument("agent")
+    p.add_argument("input", nargs="+")
+    p.add_argument("-f", "--file", default=DEFAULT_SPEC)
+    p.add_argument("--json", action="store_true", help="print only the result JSON")
+    p.add_argument("--session")
+    p.set_defaults(func=cmd_run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Emitters for the SAM template and the per-agent state machines."""

@@ -1,0 +1,150 @@
+"""Least-privilege IAM statements, computed from what an agent actually references.
+
+An agent's function runs its sub-agents in process, so its grants cover the transitive
+closure: its own and its sub-agents' models (with their fallbacks), Lambda tools and
+secrets. Nothing is granted for what the spec does not name.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from infra.sam.intrinsics import REGION, arn
+from runtime.spec import AgentfnSpec
+from runtime.spec.models import BedrockModel
+from runtime.spec.tools import LambdaTool
+from runtime.spec.types import SECRET_REF_RE
+
+# Cross-region inference profiles put a geography in front of the model id.
+_PROFILE_PREFIX = re.compile(r"^(us|eu|apac|us-gov|global|jp|au|ca)\.(.+)$")
+
+
+def agent_closure(spec: AgentfnSpec, agent: str) -> list[str]:
+    """The agent and every agent reachable through sub_agents, in discovery order."""
+    seen: list[str] = []
+    stack = [agent]
+    while stack:
+        name = stack.pop(0)
+        if name not in seen:
+            seen.append(name)
+            stack.extend(spec.agents[name].sub_agents)
+    return seen
+
+
+def model_closure(spec: AgentfnSpec, agents: list[str]) -> list[str]:
+    seen: list[str] = []
+    stack = [spec.model_for(a) for a in agents]
+    while stack:
+        name = stack.pop(0)
+        if name not in seen:
+            seen.append(name)
+            stack.extend(spec.models[name].fallbacks)
+    return seen
+
+
+def _referenced_secrets(value: Any) -> set[str]:
+    if isinstance(value, str):
+        return set(SECRET_REF_RE.findall(value))
+    if isinstance(value, dict):
+        return set().union(*(_referenced_secrets(v) for v in value.values())) if value else set()
+    if isinstance(value, list):
+        return set().union(*(_referenced_secrets(v) for v in value)) if value else set()
+    return set()
+
+
+def agent_secrets(spec: AgentfnSpec, agent: str) -> list[str]:
+    agents = agent_closure(spec, agent)
+    used: set[str] = set()
+    for model in model_closure(spec, agents):
+        used |= _referenced_secrets(spec.models[model].model_dump(mode="json"))
+    for name in agents:
+        for ref in spec.agents[name].tools:
+            if ref.startswith("mcp:"):
+                server = spec.mcp_servers[ref.removeprefix("mcp:").partition("/")[0]]
+                used |= _referenced_secrets(server.model_dump(mode="json"))
+            elif ref in spec.tools:
+                used |= _referenced_secrets(spec.tools[ref].model_dump(mode="json"))
+    return sorted(used)
+
+
+def _secret_arn(spec: AgentfnSpec, name: str) -> tuple[str, dict[str, str]]:
+    config = spec.secrets[name]
+    target = (config.name or name).lstrip("/")
+    if config.source == "ssm":
+        return "ssm", arn("ssm", f"parameter/{target}")
+    # Secrets Manager appends six random characters to a secret's ARN.
+    return "secretsmanager", arn("secretsmanager", f"secret:{target}-??????")
+
+
+def _bedrock_arns(model: BedrockModel) -> list[Any]:
+    region = model.region or REGION
+    match = _PROFILE_PREFIX.match(model.model_id)
+    if match:
+        # An inference profile routes to the base model in any region of its geography.
+        return [
+            arn("bedrock", f"inference-profile/{model.model_id}", region=region),
+            arn("bedrock", f"foundation-model/{match.group(2)}", region="*", account=""),
+        ]
+    return [arn("bedrock", f"foundation-model/{model.model_id}", region=region, account="")]
+
+
+def agent_statements(spec: AgentfnSpec, agent: str) -> list[dict[str, Any]]:
+    """IAM statements beyond the shared table/bucket/events grants, for one agent function."""
+    agents = agent_closure(spec, agent)
+    statements: list[dict[str, Any]] = []
+
+    bedrock: list[Any] = []
+    for name in model_closure(spec, agents):
+        model = spec.models[name]
+        if isinstance(model, BedrockModel):
+            bedrock += [arn for arn in _bedrock_arns(model) if arn not in bedrock]
+    if bedrock:
+        statements.append(
+            {
+                "Sid": "InvokeReferencedBedrockModels",
+                "Effect": "Allow",
+                "Action": ["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"],
+                "Resource": bedrock,
+            }
+        )
+
+    functions: list[str] = []
+    for name in agents:
+        for ref in spec.agents[name].tools:
+            tool = spec.tools.get(ref)
+            if isinstance(tool, LambdaTool) and tool.function_arn not in functions:
+                functions.append(tool.function_arn)
+    if functions:
+        statements.append(
+            {
+                "Sid": "InvokeLambdaTools",
+                "Effect": "Allow",
+                "Action": "lambda:InvokeFunction",
+                "Resource": functions,
+            }
+        )
+
+    by_source: dict[str, list[Any]] = {"secretsmanager": [], "ssm": []}
+    for secret in agent_secrets(spec, agent):
+        source, arn = _secret_arn(spec, secret)
+        by_source[source].append(arn)
+    if by_source["secretsmanager"]:
+        statements.append(
+            {
+                "Sid": "ReadReferencedSecrets",
+                "Effect": "Allow",
+                "Action": "secretsmanager:GetSecretValue",
+                "Resource": by_source["secretsmanager"],
+            }
+        )
+    if by_source["ssm"]:
+        statements.append(
+            {
+                "Sid": "ReadReferencedParameters",
+                "Effect": "Allow",
+                "Action": ["ssm:GetParameter", "ssm:GetParameters"],
+                "Resource": by_source["ssm"],
+            }
+        )
+    return statements

@@ -1,0 +1,54 @@
+"""Test helpers: the repository's paths, the reference specs, the real CLI and tools."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from infra.validate import validate_file
+from runtime.spec import AgentfnSpec
+
+ROOT = Path(__file__).resolve().parent.parent
+DEMO_SPEC = ROOT / "agents.yaml"
+FULL_SPEC = ROOT / "tests" / "fixtures" / "full" / "agents.yaml"
+
+
+def load_spec(path: Path) -> AgentfnSpec:
+    result = validate_file(path)
+    assert result.ok, "\n".join(str(i) for i in result.issues)
+    assert result.spec is not None
+    return result.spec
+
+
+def run_agentfn(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """Run the real CLI in a subprocess, as a user would."""
+    return subprocess.run(
+        [sys.executable, "-m", "infra.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
+
+
+def tool_path(name: str) -> str:
+    """An external tool the test command installs (sam in its own venv, cfn-lint in .venv).
+
+    Missing tools fail the test: the README's test command installs them, so a missing one
+    is a broken set-up, not a reason to skip.
+    """
+    if name == "sam" and os.environ.get("AGENTFN_SAM"):
+        return os.environ["AGENTFN_SAM"]
+    for candidate in (Path(sys.executable).parent / name, ROOT / ".tools" / "sam" / "bin" / name):
+        if candidate.exists():
+            return str(candidate)
+    found = shutil.which(name)
+    if not found:
+        pytest.fail(f"{name} is not installed; run the tests with: python3 scripts/dev.py test")
+    return found

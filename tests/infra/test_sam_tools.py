@@ -1,0 +1,114 @@
+"""The generated templates pass cfn-lint and `sam validate --lint`, and `sam build` succeeds.
+
+These run the real tools the README's test command installs (cfn-lint in .venv, the SAM
+CLI in .tools/sam). `sam build` uses this machine's Python, so the template is generated
+with `--runtime` matching it, exactly as a developer would on a machine without Docker.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import DEMO_SPEC, FULL_SPEC, ROOT, run_agentfn, tool_path
+
+LOCAL_RUNTIME = f"python{sys.version_info.major}.{sys.version_info.minor}"
+SPECS = {"demo": DEMO_SPEC, "full": FULL_SPEC}
+
+
+def _tool_env() -> dict[str, str]:
+    env = {**os.environ, "SAM_CLI_TELEMETRY": "0", "AWS_DEFAULT_REGION": "us-east-1"}
+    # sam build looks for `pythonX.Y` on PATH: put this interpreter's folder first.
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    return env
+
+
+def _project(name: str, tmp_path: Path, runtime: str | None = None) -> Path:
+    project = tmp_path / name
+    spec = SPECS[name]
+    project.mkdir()
+    shutil.copy(spec, project / "agents.yaml")
+    shutil.copytree(spec.parent / "tools", project / "tools")
+    args = ["build", "-f", "agents.yaml", "-o", "template.yaml"]
+    if runtime:
+        args += ["--runtime", runtime]
+    result = run_agentfn(*args, cwd=project)
+    assert result.returncode == 0, result.stderr
+    return project
+
+
+def _run(args: list[str], cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        args, cwd=cwd, env=_tool_env(), capture_output=True, text=True, timeout=timeout
+    )
+
+
+@pytest.mark.parametrize("name", list(SPECS))
+def test_cfn_lint_reports_nothing_not_even_informational(name: str, tmp_path: Path) -> None:
+    project = _project(name, tmp_path)
+    result = _run([tool_path("cfn-lint"), "--include-checks", "I", "--", "template.yaml"], project)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_committed_template_passes_cfn_lint() -> None:
+    result = _run([tool_path("cfn-lint"), "--", "template.yaml"], ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(SPECS))
+def test_sam_validate_lint_passes(name: str, tmp_path: Path) -> None:
+    project = _project(name, tmp_path)
+    result = _run(
+        [tool_path("sam"), "validate", "--lint", "--template-file", "template.yaml"], project
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "is a valid SAM Template" in result.stdout + result.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(SPECS))
+def test_sam_build_succeeds_and_packages_only_what_runs(name: str, tmp_path: Path) -> None:
+    project = _project(name, tmp_path, runtime=LOCAL_RUNTIME)
+    result = _run(
+        [
+            tool_path("sam"),
+            "build",
+            "--template-file",
+            "template.yaml",
+            "--build-dir",
+            ".aws-sam/build",
+        ],
+        project,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Build Succeeded" in result.stdout + result.stderr
+    built = project / ".aws-sam" / "build"
+    api = built / "ApiFunction"
+    assert (api / "handlers" / "api.py").exists()
+    assert (api / "runtime" / "spec" / "root.py").exists()
+    assert (api / "agentfn.spec.json").exists()
+    assert (api / "tools").is_dir()
+    assert (api / "pydantic").is_dir() and (api / "aws_lambda_powertools").is_dir()
+    absent = ["infra", "tests", "moto", "yaml", "cfnlint", "samcli"]
+    if name == "demo":  # no MCP server: neither the mcp SDK nor what only it needs
+        absent += ["mcp", "jsonschema", "starlette"]
+    else:
+        assert (api / "mcp").is_dir()
+    for module in absent:
+        assert not (api / module).exists(), module
+    functions = [p.name for p in built.iterdir() if p.is_dir()]
+    agent_functions = [f for f in functions if f.startswith("Agent") and f.endswith("Function")]
+    assert len(agent_functions) == _agent_count(name)
+
+
+def _agent_count(name: str) -> int:
+    import yaml
+
+    return len(yaml.safe_load(SPECS[name].read_text())["agents"])

@@ -1,0 +1,238 @@
+"""The generated SAM template: structure, scoping and determinism."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+
+from infra.naming import agent_function_id, agent_state_machine_id
+from infra.sam.template import build_template, render
+from runtime.routes import ROUTES
+from runtime.spec import AgentfnSpec
+
+
+def _statements(function: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        s for p in function["Properties"]["Policies"] if "Statement" in p for s in p["Statement"]
+    ]
+
+
+def _by_sid(function: dict[str, Any], sid: str) -> dict[str, Any] | None:
+    return next((s for s in _statements(function) if s.get("Sid") == sid), None)
+
+
+def test_each_agent_gets_a_function_a_log_group_and_a_standard_state_machine(
+    full_spec: AgentfnSpec,
+) -> None:
+    resources = build_template(full_spec)["Resources"]
+    for agent in full_spec.agents:
+        function = resources[agent_function_id(agent)]
+        assert function["Type"] == "AWS::Serverless::Function"
+        assert function["Properties"]["Handler"] == "handlers.step.handler"
+        assert function["Properties"]["Environment"]["Variables"]["AGENTFN_AGENT"] == agent
+        assert resources[f"{agent_function_id(agent)}Logs"]["Type"] == "AWS::Logs::LogGroup"
+        machine = resources[agent_state_machine_id(agent)]
+        assert machine["Type"] == "AWS::Serverless::StateMachine"
+        assert machine["Properties"]["Type"] == "STANDARD"
+        assert machine["Properties"]["Policies"] == [
+            {"LambdaInvokePolicy": {"FunctionName": {"Ref": agent_function_id(agent)}}}
+        ]
+    agent_functions = [
+        k
+        for k, v in resources.items()
+        if v["Type"] == "AWS::Serverless::Function" and k != "ApiFunction"
+    ]
+    assert len(agent_functions) == len(full_spec.agents)
+
+
+def test_agent_lambda_settings_are_applied(full_spec: AgentfnSpec) -> None:
+    resources = build_template(full_spec)["Resources"]
+    support = resources[agent_function_id("support")]["Properties"]
+    assert support["MemorySize"] == 2048 and support["Timeout"] == 900
+    assert support["ReservedConcurrentExecutions"] == 10
+    ledger = resources[agent_function_id("ledger")]["Properties"]
+    assert "MemorySize" not in ledger  # from Globals
+    assert ledger["ReservedConcurrentExecutions"] == 20  # defaults.lambda
+
+
+def test_state_machine_has_the_loop_shape_with_retries_catches_and_timeouts(
+    full_spec: AgentfnSpec,
+) -> None:
+    machine = build_template(full_spec)["Resources"][agent_state_machine_id("support")][
+        "Properties"
+    ]
+    states = machine["Definition"]["States"]
+    assert machine["Definition"]["StartAt"] == "Advance"
+    for name in (
+        "Advance",
+        "Route",
+        "WaitForApproval",
+        "WaitForInput",
+        "Finish",
+        "MarkFailed",
+        "Succeeded",
+        "Failed",
+        "Cancelled",
+    ):
+        assert name in states, name
+    assert states["Route"]["Type"] == "Choice"
+    assert states["Succeeded"]["Type"] == "Succeed" and states["Failed"]["Type"] == "Fail"
+    advance = states["Advance"]
+    assert advance["Resource"] == "arn:aws:states:::lambda:invoke"
+    assert advance["Parameters"]["Payload"] == {
+        "action": "advance",
+        "run_id.$": "$.run_id",
+    }  # ids only
+    retried = {e for r in advance["Retry"] for e in r["ErrorEquals"]}
+    assert {
+        "Lambda.ServiceException",
+        "Lambda.TooManyRequestsException",
+        "States.TaskFailed",
+    } <= retried
+    assert advance["Catch"][0]["Next"] == "MarkFailed"
+    # Approval rules: 1h (= defaults.approval_timeout) and 30m compile into two wait states.
+    assert states["WaitForApproval"]["TimeoutSeconds"] == 3600
+    assert states["WaitForApproval1800s"]["TimeoutSeconds"] == 1800
+    assert states["WaitForInput"]["TimeoutSeconds"] == 12 * 3600  # agent input_timeout
+    wait = states["WaitForApproval"]
+    assert wait["Resource"] == "arn:aws:states:::lambda:invoke.waitForTaskToken"
+    assert wait["Parameters"]["Payload"]["task_token.$"] == "$$.Task.Token"
+    assert wait["Catch"][0] == {
+        "ErrorEquals": ["States.Timeout"],
+        "ResultPath": None,
+        "Next": "ApprovalTimedOut",
+    }
+    targets = {c["Next"] for c in states["Route"]["Choices"]}
+    assert {
+        "Advance",
+        "WaitForApproval",
+        "WaitForApproval1800s",
+        "WaitForInput",
+        "Finish",
+        "Failed",
+        "Cancelled",
+    } == targets
+    # Every Next points at an existing state.
+    for state in states.values():
+        for nxt in [
+            state.get("Next"),
+            state.get("Default"),
+            *[c["Next"] for c in state.get("Choices", [])],
+            *[c["Next"] for c in state.get("Catch", [])],
+        ]:
+            assert nxt is None or nxt in states
+
+
+def test_agent_iam_is_scoped_to_what_the_agent_references(full_spec: AgentfnSpec) -> None:
+    resources = build_template(full_spec)["Resources"]
+    support = resources[agent_function_id("support")]
+    rendered = json.dumps(_statements(support))
+    # support → claude (fallbacks haiku, gpt); sub-agents billing (gpt) → ledger (anthropic).
+    bedrock = _by_sid(support, "InvokeReferencedBedrockModels")
+    assert bedrock is not None
+    arns = json.dumps(bedrock["Resource"])
+    assert "inference-profile/us.anthropic.claude-sonnet-4-20250514-v1:0" in arns
+    assert "foundation-model/anthropic.claude-sonnet-4-20250514-v1:0" in arns
+    assert "bedrock:us-west-2::foundation-model/anthropic.claude-3-5-haiku-20241022-v1:0" in arns
+    secrets = json.dumps(_by_sid(support, "ReadReferencedSecrets"))
+    for secret in (
+        "prod/openai",
+        "anthropic-key",
+        "crm-token",
+    ):  # gpt, ledger's model, lookup_account
+        assert secret in secrets
+    assert "azure-key" not in rendered and "gemini" not in rendered
+    ssm = json.dumps(_by_sid(support, "ReadReferencedParameters"))
+    assert "parameter/orders-token" in ssm  # the orders MCP server header
+    lambdas = _by_sid(support, "InvokeLambdaTools")  # billing's `charge`
+    assert lambdas is not None
+    assert lambdas["Resource"] == ["arn:aws:lambda:us-east-1:123456789012:function:charge"]
+
+    # An agent with no Bedrock model, no Lambda tool and no secret gets none of those grants.
+    local = resources[agent_function_id("local-helper")]
+    assert _statements(local) == []
+    researcher = resources[agent_function_id("researcher")]
+    assert [s["Sid"] for s in _statements(researcher)] == [
+        "ReadReferencedParameters"
+    ]  # gemini key via SSM
+    # Shared grants are scoped to this stack's table, bucket and event bus.
+    policies = local["Properties"]["Policies"]
+    assert {"DynamoDBCrudPolicy": {"TableName": {"Ref": "StateTable"}}} in policies
+    assert {"S3CrudPolicy": {"BucketName": {"Ref": "DataBucket"}}} in policies
+    assert not any(s.get("Resource") == "*" for s in _statements(support))
+
+
+def test_api_function_has_every_route_and_scoped_orchestration_grants(
+    full_spec: AgentfnSpec,
+) -> None:
+    template = build_template(full_spec)
+    api = template["Resources"]["ApiFunction"]
+    events = api["Properties"]["Events"]
+    assert {(e["Properties"]["Method"], e["Properties"]["Path"]) for e in events.values()} == {
+        (r.method.lower(), r.path) for r in ROUTES
+    }
+    start = _by_sid(api, "StartAgentStateMachines")
+    assert start is not None
+    assert start["Resource"] == [{"Ref": agent_state_machine_id(a)} for a in full_spec.agents]
+    assert template["Resources"]["Api"]["Properties"]["Auth"] == {"DefaultAuthorizer": "AWS_IAM"}
+    assert not any("bedrock" in json.dumps(s) for s in _statements(api))
+
+
+def test_api_auth_none_leaves_the_api_open(full_spec: AgentfnSpec) -> None:
+    data = full_spec.to_compiled()
+    data["deployment"]["api_auth"] = "none"  # type: ignore[index]
+    template = build_template(AgentfnSpec.model_validate(data))
+    assert "Auth" not in template["Resources"]["Api"]["Properties"]
+
+
+def test_table_and_bucket_are_durable_encrypted_and_private(full_spec: AgentfnSpec) -> None:
+    resources = build_template(full_spec)["Resources"]
+    table = resources["StateTable"]["Properties"]
+    assert table["BillingMode"] == "PAY_PER_REQUEST"
+    assert table["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
+    assert table["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
+    assert table["SSESpecification"]["SSEEnabled"] is True
+    bucket = resources["DataBucket"]["Properties"]
+    assert all(bucket["PublicAccessBlockConfiguration"].values())
+    assert (
+        bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"][0][
+            "ServerSideEncryptionByDefault"
+        ]["SSEAlgorithm"]
+        == "AES256"
+    )
+    assert (
+        bucket["LifecycleConfiguration"]["Rules"][0]["ExpirationInDays"] == 14
+    )  # deployment.retention
+
+
+def test_outputs_name_the_api_table_bucket_and_state_machines(full_spec: AgentfnSpec) -> None:
+    outputs = build_template(full_spec)["Outputs"]
+    assert {"ApiUrl", "StateTableName", "DataBucketName"} <= set(outputs)
+    assert outputs["ApiUrl"]["Value"]["Fn::Sub"].endswith("/prod")
+    assert sum(1 for k in outputs if k.endswith("StateMachineArn")) == len(full_spec.agents)
+
+
+def test_no_secret_value_or_plaintext_reference_reaches_the_template(
+    full_spec: AgentfnSpec,
+) -> None:
+    text = render(build_template(full_spec))
+    assert "${secret:" not in text
+    assert "Bearer" not in text  # headers stay in the compiled spec, resolved at run time
+
+
+def test_rendering_is_deterministic_and_plain_yaml(full_spec: AgentfnSpec) -> None:
+    first = render(build_template(full_spec))
+    second = render(build_template(AgentfnSpec.model_validate(full_spec.to_compiled())))
+    assert first == second
+    assert "&id" not in first and "*id" not in first  # no YAML aliases
+    assert yaml.safe_load(first)["Transform"] == "AWS::Serverless-2016-10-31"
+
+
+def test_runtime_override_and_default(full_spec: AgentfnSpec) -> None:
+    assert build_template(full_spec)["Globals"]["Function"]["Runtime"] == "python3.13"
+    assert (
+        build_template(full_spec, runtime="python3.11")["Globals"]["Function"]["Runtime"]
+        == "python3.11"
+    )
