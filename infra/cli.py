@@ -112,17 +112,18 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from infra.run_cli import EXIT_USAGE, run_command
+
     spec = _load(args.file)
     if spec is None:
-        return 2
+        return EXIT_USAGE
     if args.agent not in spec.agents:
         from infra.issues import did_you_mean
 
         hint = did_you_mean(args.agent, spec.agents)
         _err(f"unknown agent {args.agent!r}{hint}; agents: {', '.join(spec.agents)}")
-        return 2
-    _err("agentfn run: the engine is not implemented yet in this version.")
-    return 1
+        return EXIT_USAGE
+    return run_command(args, spec)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -153,12 +154,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_build)
 
-    p = sub.add_parser("run", help="run an agent in-process on the embedded AWS")
-    p.add_argument("agent")
-    p.add_argument("input", nargs="+")
-    p.add_argument("-f", "--file", default=DEFAULT_SPEC)
-    p.add_argument("--json", action="store_true", help="print only the result JSON")
-    p.add_argument("--session")
+    p = sub.add_parser("run", help="run an agent in process on the embedded AWS (moto)")
+    from infra.run_cli import add_arguments
+
+    add_arguments(p)
     p.set_defaults(func=cmd_run)
     return parser
 

@@ -22,6 +22,7 @@ RUNTIME_REQUIREMENTS = (
     "pydantic>=2.7,<3",
     "aws-lambda-powertools>=3.0,<4",
     "httpx>=0.27,<1",
+    "fastjsonschema>=2.19",
 )
 MCP_REQUIREMENT = "mcp>=1.10"
 

@@ -7,10 +7,14 @@
     │   ├── MaxTurnsExceeded      MAX_TURNS_EXCEEDED
     │   ├── DoomLoop              DOOM_LOOP
     │   ├── ModelError            MODEL_ERROR
+    │   │   └── TransientModelError   retried with backoff, then fallbacks
     │   ├── ToolFailed            TOOL_FAILED
     │   ├── OutputInvalid         OUTPUT_INVALID
     │   └── SpecChanged           SPEC_CHANGED
-    └── StateConflict             a conditional write lost (someone else advanced the run)
+    ├── StateConflict             a conditional write lost (someone else advanced the run)
+    │   └── RunLeased             another worker holds the run's lease; retry later
+    ├── RunNotFound               no run with that id
+    └── WrongState                the run is not in a state that allows this (API: 409)
 
 Class names are stable: Step Functions `Retry`/`Catch` match on them (`ErrorEquals`).
 """
@@ -47,6 +51,26 @@ class DoomLoop(RunError):
 class ModelError(RunError):
     error_code = "MODEL_ERROR"
 
+    def __init__(self, message: str, *, status: int | None = None, provider: str = ""):
+        super().__init__(message)
+        self.status = status
+        self.provider = provider
+
+
+class TransientModelError(ModelError):
+    """429/503/throttling/overloaded: worth retrying, after `retry_after` seconds if known."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        provider: str = "",
+        retry_after: float | None = None,
+    ):
+        super().__init__(message, status=status, provider=provider)
+        self.retry_after = retry_after
+
 
 class ToolFailed(RunError):
     error_code = "TOOL_FAILED"
@@ -62,3 +86,19 @@ class SpecChanged(RunError):
 
 class StateConflict(AgentfnError):
     error_code = "STATE_CONFLICT"
+
+
+class RunLeased(StateConflict):
+    error_code = "RUN_LEASED"
+
+
+class RunNotFound(AgentfnError):
+    error_code = "RUN_NOT_FOUND"
+
+
+class WrongState(AgentfnError):
+    error_code = "WRONG_STATE"
+
+    def __init__(self, message: str, *, status: str):
+        super().__init__(message)
+        self.status = status

@@ -28,7 +28,7 @@ API_FUNCTION = "ApiFunction"
 
 def build_template(spec: AgentfnSpec, *, runtime: str | None = None) -> dict[str, Any]:
     resources: dict[str, Any] = {}
-    resources[TABLE] = _table()
+    resources[TABLE] = table_resource()
     resources[BUCKET] = _bucket(spec)
     resources[f"{BUCKET}Policy"] = _bucket_policy()
     resources[API] = _api(spec)
@@ -92,7 +92,7 @@ def _globals(spec: AgentfnSpec, runtime: str | None) -> dict[str, Any]:
     }
 
 
-def _table() -> dict[str, Any]:
+def table_resource() -> dict[str, Any]:
     return {
         "Type": "AWS::DynamoDB::Table",
         "DeletionPolicy": "Retain",

@@ -1,0 +1,93 @@
+"""The embedded AWS: moto's DynamoDB and S3 in process, shaped exactly like the template.
+
+`agentfn run` uses it by default, so a run needs no AWS account and no network. The table is
+created from the same properties `agentfn build` puts in template.yaml, so local and
+deployed state share one layout. `--aws` swaps in real clients with the same code path.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from infra.sam.template import table_resource
+from runtime.store.dynamo import DynamoStore, S3Blobs
+
+LOCAL_TABLE = "agentfn-local"
+LOCAL_BUCKET = "agentfn-local-data"
+LOCAL_REGION = "us-east-1"
+
+
+@dataclass
+class AwsClients:
+    dynamodb: Any
+    s3: Any
+    table: str
+    bucket: str
+
+    def store(self) -> DynamoStore:
+        return DynamoStore(self.dynamodb, self.table, S3Blobs(self.s3, self.bucket))
+
+
+def create_resources(clients: AwsClients) -> None:
+    """Create the table and bucket as the template declares them (idempotent)."""
+    props = table_resource()["Properties"]
+    existing = clients.dynamodb.list_tables()["TableNames"]
+    if clients.table not in existing:
+        clients.dynamodb.create_table(
+            TableName=clients.table,
+            BillingMode=props["BillingMode"],
+            AttributeDefinitions=props["AttributeDefinitions"],
+            KeySchema=props["KeySchema"],
+            SSESpecification={"Enabled": True},
+        )
+        clients.dynamodb.update_time_to_live(
+            TableName=clients.table, TimeToLiveSpecification=props["TimeToLiveSpecification"]
+        )
+    buckets = [b["Name"] for b in clients.s3.list_buckets().get("Buckets", [])]
+    if clients.bucket not in buckets:
+        clients.s3.create_bucket(Bucket=clients.bucket)
+
+
+@contextmanager
+def embedded_aws() -> Iterator[AwsClients]:
+    """moto in process, with dummy credentials that can never reach a real account."""
+    import boto3
+    from moto import mock_aws
+
+    saved = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")}
+    os.environ.update({"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"})
+    os.environ.pop("AWS_SESSION_TOKEN", None)
+    try:
+        with mock_aws():
+            clients = AwsClients(
+                boto3.client("dynamodb", region_name=LOCAL_REGION),
+                boto3.client("s3", region_name=LOCAL_REGION),
+                LOCAL_TABLE,
+                LOCAL_BUCKET,
+            )
+            create_resources(clients)
+            yield clients
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def real_aws() -> AwsClients:
+    """Clients for a deployed stack: AGENTFN_TABLE and AGENTFN_BUCKET name its resources."""
+    import boto3
+
+    table = os.environ.get("AGENTFN_TABLE")
+    bucket = os.environ.get("AGENTFN_BUCKET")
+    if not table or not bucket:
+        raise SystemExit(
+            "--aws needs AGENTFN_TABLE and AGENTFN_BUCKET (the stack's StateTableName and "
+            "DataBucketName outputs) in the environment"
+        )
+    return AwsClients(boto3.client("dynamodb"), boto3.client("s3"), table, bucket)

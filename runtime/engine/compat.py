@@ -1,0 +1,52 @@
+"""Whether a run may continue under a changed spec.
+
+A run records the spec hash it started with and an *agent hash*: the hash of everything
+its behaviour depends on (the agent, its models and fallbacks, its tools and MCP servers,
+its sub-agents, recursively, and the defaults and tools package). A new spec is
+compatible when the agent hash is unchanged: editing another agent, or adding one, does not
+strand in-flight runs; changing anything this run relies on ends it with SPEC_CHANGED
+rather than silently continuing on different rules.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from runtime.spec import AgentfnSpec
+
+
+def _closure(spec: AgentfnSpec, agent: str) -> list[str]:
+    seen: list[str] = []
+    stack = [agent]
+    while stack:
+        name = stack.pop(0)
+        if name not in seen:
+            seen.append(name)
+            stack.extend(spec.agents[name].sub_agents)
+    return seen
+
+
+def agent_hash(spec: AgentfnSpec, agent: str) -> str:
+    agents = _closure(spec, agent)
+    models: list[str] = []
+    stack = [spec.model_for(a) for a in agents]
+    while stack:
+        name = stack.pop(0)
+        if name not in models:
+            models.append(name)
+            stack.extend(spec.models[name].fallbacks)
+    refs = {r for a in agents for r in spec.agents[a].tools}
+    tools = sorted(r for r in refs if r in spec.tools)
+    servers = sorted({r.removeprefix("mcp:").partition("/")[0] for r in refs if r.startswith("mcp:")})
+    relevant: dict[str, Any] = {
+        "agents": {a: spec.agents[a].model_dump(mode="json", by_alias=True) for a in agents},
+        "models": {m: spec.models[m].model_dump(mode="json") for m in models},
+        "tools": {t: spec.tools[t].model_dump(mode="json") for t in tools},
+        "mcp": {s: spec.mcp_servers[s].model_dump(mode="json") for s in servers},
+        "defaults": spec.defaults.model_dump(mode="json", by_alias=True),
+        "tools_package": spec.tools_package,
+    }
+    canonical = json.dumps(relevant, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]

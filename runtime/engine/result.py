@@ -1,0 +1,71 @@
+"""The result contract (DESIGN §4): one shape from the API, the CLI's --json and the state
+machine's output. Built from the head and the persisted messages, never stored twice."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from runtime.messages import AssistantMessage, Message, ToolResultMessage
+from runtime.store.base import BlobStore, RunHead
+
+
+def reasoning_trace(messages: list[Message]) -> str:
+    """Each turn's reasoning text (what the model said alongside its tool calls)."""
+    lines = [
+        f"Turn {m.turn}: {m.text.strip()}"
+        for m in messages
+        if isinstance(m, AssistantMessage) and m.tool_calls and m.text and m.text.strip()
+    ]
+    return "\n".join(lines)
+
+
+def tool_call_records(messages: list[Message]) -> list[dict[str, Any]]:
+    return [
+        {
+            "turn_number": m.turn,
+            "tool_name": m.tool_name,
+            "tool_call_id": m.tool_call_id,
+            "inputs": m.inputs,
+            "output": m.output,
+            "success": m.success,
+            "duration_ms": m.duration_ms,
+        }
+        for m in messages
+        if isinstance(m, ToolResultMessage)
+    ]
+
+
+def final_result(head: RunHead, blobs: BlobStore) -> Any:
+    if head.result_ref:
+        return json.loads(blobs.get(head.result_ref))
+    return head.result
+
+
+def build_result(head: RunHead, messages: list[Message], blobs: BlobStore) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "run_id": head.run_id,
+        "agent": head.agent,
+        "session_id": head.session_id,
+        "status": head.status,
+    }
+    reasoning = reasoning_trace(messages)
+    if head.status == "succeeded":
+        out["result"] = final_result(head, blobs)
+        out["reasoning"] = reasoning
+    elif head.status in {"failed", "cancelled"}:
+        out["error_message"] = head.error_message or ""
+        out["error_code"] = head.error_code or ("CANCELLED" if head.status == "cancelled" else "INTERNAL")
+        out["partial_reasoning"] = reasoning
+    else:
+        out["reasoning"] = reasoning
+    out["tool_calls"] = tool_call_records(messages)
+    out["turns_used"] = head.turn
+    out["model_used"] = head.model_used
+    out["tokens_input"] = head.usage.input_tokens
+    out["tokens_output"] = head.usage.output_tokens
+    if head.status == "awaiting_approval":
+        out["pending_approval"] = [p.model_dump(mode="json") for p in head.pending_approval]
+    if head.status == "awaiting_input" and head.clarification is not None:
+        out["clarification"] = head.clarification.model_dump(mode="json")
+    return out

@@ -1,0 +1,53 @@
+"""Facts derived from a run's persisted messages: nothing here is stored twice."""
+
+from __future__ import annotations
+
+from runtime.messages import AssistantMessage, Message, ToolCall, ToolResultMessage, UserMessage
+
+
+def last_assistant(messages: list[Message]) -> tuple[int, AssistantMessage] | None:
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if isinstance(message, AssistantMessage):
+            return index, message
+    return None
+
+
+def pending_calls(messages: list[Message]) -> list[ToolCall]:
+    """Tool calls of the latest answer that have no result yet, in the model's order."""
+    found = last_assistant(messages)
+    if found is None:
+        return []
+    index, answer = found
+    answered = {m.tool_call_id for m in messages[index + 1 :] if isinstance(m, ToolResultMessage)}
+    return [call for call in answer.tool_calls if call.id not in answered]
+
+
+def answer_text(messages: list[Message]) -> str:
+    """The final answer: the latest answer plus the continuations that completed it."""
+    parts: list[str] = []
+    for message in reversed(messages):
+        if isinstance(message, AssistantMessage):
+            parts.append(message.text or "")
+        elif isinstance(message, UserMessage) and message.purpose == "continue":
+            continue
+        else:
+            break
+    return "".join(reversed(parts))
+
+
+def recent_call_signatures(messages: list[Message]) -> list[tuple[str, str]]:
+    """(tool name, canonical arguments) of every executed or requested call, oldest first."""
+    return [
+        (call.name, call.arguments_json())
+        for message in messages
+        if isinstance(message, AssistantMessage)
+        for call in message.tool_calls
+    ]
+
+
+def result_for(messages: list[Message], call_id: str) -> ToolResultMessage | None:
+    for message in messages:
+        if isinstance(message, ToolResultMessage) and message.tool_call_id == call_id:
+            return message
+    return None

@@ -1,0 +1,46 @@
+"""Run events: append-only, numbered per run, small (previews, never whole payloads)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+EventType = Literal[
+    "run_started",
+    "step_started",
+    "model_response",
+    "tool_call",
+    "tool_result",
+    "approval_requested",
+    "approval_decided",
+    "clarification_requested",
+    "clarification_answered",
+    "handoff",
+    "step_completed",
+    "run_completed",
+    "run_failed",
+]
+
+PREVIEW_CHARS = 500
+
+
+class Event(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    seq: int
+    type: EventType
+    at: float
+    run_id: str
+    data: dict[str, Any] = {}
+
+
+#: Called with each event as it is committed (live progress in the CLI, tests).
+EventListener = Callable[[Event], None]
+
+
+def preview(text: str | None, limit: int = PREVIEW_CHARS) -> str:
+    if text is None:
+        return ""
+    return text if len(text) <= limit else text[:limit] + f"… [{len(text)} chars]"

@@ -1,0 +1,112 @@
+"""The conversation as persisted: a discriminated union on `kind`, one item per message.
+
+These are provider-neutral. Each model provider converts them to its own wire format; the
+store writes each one as its own DynamoDB item (never a growing list).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+
+class _Msg(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Usage(_Msg):
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+        )
+
+
+class ToolCall(_Msg):
+    """A tool call as the model asked for it.
+
+    `arguments` is the parsed object, or None when the model's JSON did not parse; then
+    `arguments_error` says why and `raw_arguments` keeps what the model sent, so the loop
+    can answer the model with the problem instead of crashing.
+    """
+
+    id: str
+    name: str
+    arguments: dict[str, Any] | None = None
+    raw_arguments: str | None = None
+    arguments_error: str | None = None
+
+    @classmethod
+    def from_json(cls, id: str, name: str, raw: str | dict[str, Any] | None) -> ToolCall:
+        if raw is None or raw == "":
+            return cls(id=id, name=name, arguments={})
+        if isinstance(raw, dict):
+            return cls(id=id, name=name, arguments=raw)
+        try:
+            parsed = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            return cls(id=id, name=name, raw_arguments=raw, arguments_error=f"invalid JSON: {exc}")
+        if not isinstance(parsed, dict):
+            return cls(
+                id=id,
+                name=name,
+                raw_arguments=raw,
+                arguments_error=f"arguments must be a JSON object, got {type(parsed).__name__}",
+            )
+        return cls(id=id, name=name, arguments=parsed)
+
+    def arguments_json(self) -> str:
+        """The arguments as JSON text (the raw text when they did not parse)."""
+        if self.arguments is None:
+            return self.raw_arguments or ""
+        return json.dumps(self.arguments, sort_keys=True, separators=(",", ":"))
+
+
+class UserMessage(_Msg):
+    kind: Literal["user"] = "user"
+    content: str
+    #: Why the loop (not the caller) said this: continuation after a token-limit cut, or a
+    #: correction after an answer failed the output schema. None for the caller's input.
+    purpose: Literal["continue", "correct"] | None = None
+
+
+class AssistantMessage(_Msg):
+    kind: Literal["assistant"] = "assistant"
+    text: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    model: str = ""  # the spec's model name that answered
+    model_id: str = ""
+    stop_reason: Literal["end_turn", "tool_use", "max_tokens"] = "end_turn"
+    turn: int = 0
+
+
+class ToolResultMessage(_Msg):
+    kind: Literal["tool_result"] = "tool_result"
+    tool_call_id: str
+    tool_name: str
+    content: str  # what the model reads (capped)
+    success: bool = True
+    inputs: dict[str, Any] | None = None
+    output: Any = None  # the tool's own return value when small enough; else a preview
+    duration_ms: int = 0
+    turn: int = 0
+    full_output_ref: str | None = None  # where the uncapped output lives (S3 key)
+    outcome_unknown: bool = False
+
+
+Message = Annotated[UserMessage | AssistantMessage | ToolResultMessage, Field(discriminator="kind")]
+MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
+
+
+def message_from_dict(data: dict[str, Any]) -> Message:
+    return MESSAGE_ADAPTER.validate_python(data)
+
+
+def message_to_dict(message: Message) -> dict[str, Any]:
+    return message.model_dump(mode="json", exclude_none=True)

@@ -1,0 +1,104 @@
+"""The one interface every model provider implements, and the helpers they share.
+
+A provider turns a provider-neutral `ModelRequest` (system prompt, persisted messages, tool
+specs) into one call of its API and returns a `ModelResponse`. It raises
+`TransientModelError` for what is worth retrying (HTTP 429/503/529, throttling,
+"overloaded", "rate"), `ModelError` for everything else. Retries, backoff and fallbacks
+live in `runtime.models.retry`, not in providers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
+from typing import Any, Literal, Protocol
+
+from runtime.errors import ModelError, TransientModelError
+from runtime.messages import Message, ToolCall, Usage
+
+StopReason = Literal["end_turn", "tool_use", "max_tokens"]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool as offered to the model."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+@dataclass
+class ModelRequest:
+    system: str
+    messages: list[Message]
+    tools: list[ToolSpec] = field(default_factory=list)
+    #: How many model answers this run has persisted so far (the scripted provider's index).
+    call_number: int = 0
+    #: Retry attempt of this call with this model, 0 first.
+    attempt: int = 0
+
+
+@dataclass
+class ModelResponse:
+    text: str | None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    stop_reason: StopReason = "end_turn"
+    model_id: str = ""
+
+
+class Model(Protocol):
+    """What the loop needs from a model."""
+
+    name: str  # the spec's key, e.g. "claude"
+    model_id: str
+
+    async def request(self, request: ModelRequest) -> ModelResponse: ...
+
+
+#: Resolves `${secret:NAME}` references inside a string to their values.
+SecretResolver = Callable[[str], str]
+
+_TRANSIENT_WORDS = re.compile(r"rate|overloaded|throttl|too many requests|temporarily|unavailable", re.I)
+TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
+
+
+def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
+    """Seconds from a Retry-After header (delta-seconds or HTTP date), or None."""
+    value = headers.get("retry-after") or headers.get("Retry-After")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        from datetime import UTC, datetime
+
+        return max(0.0, (parsedate_to_datetime(value) - datetime.now(UTC)).total_seconds())
+    except (TypeError, ValueError):
+        return None
+
+
+def error_for_status(
+    provider: str,
+    status: int,
+    message: str,
+    headers: Mapping[str, str] | None = None,
+) -> ModelError:
+    """The right error for an HTTP error answer: transient (retry) or not."""
+    text = f"{provider} answered HTTP {status}: {message}"
+    if status in TRANSIENT_STATUS or (status >= 500) or _TRANSIENT_WORDS.search(message or ""):
+        if status in {400, 401, 403, 404, 422}:
+            return ModelError(text, status=status, provider=provider)
+        return TransientModelError(
+            text, status=status, provider=provider, retry_after=retry_after_seconds(headers or {})
+        )
+    return ModelError(text, status=status, provider=provider)
+
+
+def is_transient_message(message: str) -> bool:
+    return bool(_TRANSIENT_WORDS.search(message))

@@ -1,0 +1,84 @@
+"""The `scripted` provider: deterministic answers from the spec, for tests and offline demos.
+
+Indexing (a contract): answer *c* of a run (c = the run's persisted model answers so far)
+is the c-th entry of the script that is not an `error`. The `error` entries just before it
+are returned, in order, to attempts 0, 1, … of that call, so a scripted 429 exercises the
+retry path and the retry gets the next entry. Because the index comes from the persisted
+history, a run that pauses, resumes or crashes sees exactly the same answers.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from runtime.errors import ModelError, TransientModelError
+from runtime.messages import ToolCall, Usage
+from runtime.models.base import ModelRequest, ModelResponse, error_for_status
+from runtime.spec.models import ScriptedModel, ScriptEntry
+
+
+class ScriptedModelClient:
+    def __init__(self, name: str, config: ScriptedModel):
+        self.name = name
+        self.model_id = config.model_id
+        self._script = config.script
+        self.requests: list[ModelRequest] = []  # what the loop asked, for tests and benchmarks
+
+    def _entry_for(self, call_number: int, attempt: int) -> ScriptEntry | None:
+        answers_seen = 0
+        errors_before: list[ScriptEntry] = []
+        for entry in self._script:
+            if entry.error is not None:
+                errors_before.append(entry)
+                continue
+            if answers_seen == call_number:
+                return errors_before[attempt] if attempt < len(errors_before) else entry
+            answers_seen += 1
+            errors_before = []
+        if attempt < len(errors_before):
+            return errors_before[attempt]
+        return None
+
+    async def request(self, request: ModelRequest) -> ModelResponse:
+        self.requests.append(request)
+        entry = self._entry_for(request.call_number, request.attempt)
+        if entry is None:
+            answers = sum(1 for e in self._script if e.error is None)
+            raise ModelError(
+                f"scripted model {self.name!r} has no answer for call {request.call_number + 1} "
+                f"(its script has {answers} answers)",
+                provider="scripted",
+            )
+        if entry.error is not None:
+            error = entry.error
+            message = f"{error.code}: {error.message}"
+            if error.status is not None:
+                raise error_for_status("scripted", error.status, message)
+            raise TransientModelError(message, provider="scripted") if "throttl" in error.code.lower() else ModelError(message, provider="scripted")
+        text = entry.text
+        if text is not None and not isinstance(text, str):
+            import json
+
+            text = json.dumps(text)
+        counter = itertools.count(1)
+        calls = [
+            ToolCall.from_json(
+                call.id or f"call-{request.call_number + 1}-{next(counter)}", call.name, call.arguments
+            )
+            for call in entry.tool_calls
+        ]
+        usage = entry.usage or _estimate_usage(request, text)
+        stop = entry.stop_reason or ("tool_use" if calls else "end_turn")
+        return ModelResponse(
+            text=text,
+            tool_calls=calls,
+            usage=Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens),
+            stop_reason=stop,
+            model_id=self.model_id,
+        )
+
+
+def _estimate_usage(request: ModelRequest, text: str | None) -> Usage:
+    """Rough token counts (4 characters a token) when the script gives none."""
+    size = len(request.system) + sum(len(m.model_dump_json()) for m in request.messages[-4:])
+    return Usage(input_tokens=max(1, size // 4), output_tokens=max(1, len(text or "") // 4))

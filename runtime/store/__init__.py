@@ -1,0 +1,1 @@
+"""Durable run state: the contract (base), its item layout (items) and two stores."""

@@ -1,0 +1,136 @@
+"""The run store contract: one head per run, one item per message and per event.
+
+Every change to a run is a `Commit`: the new head (conditional on the version that was
+read), plus the new message and event items (each written only if absent). A store applies
+a commit atomically (DynamoDB TransactWriteItems) or not at all, so a crash leaves the run
+exactly at its last commit and a retried step can never duplicate an item. Nothing here
+grows with the conversation: a step writes only its own new items and the small head.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from runtime.events import Event
+from runtime.messages import Message, Usage
+
+Status = Literal["running", "awaiting_approval", "awaiting_input", "succeeded", "failed", "cancelled"]
+TERMINAL: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
+PAUSED: frozenset[str] = frozenset({"awaiting_approval", "awaiting_input"})
+
+
+class Clarification(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    question: str
+    reason: str | None = None
+    tool_call_id: str
+
+
+class PendingApproval(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    tool_call_id: str
+    tool_name: str
+    inputs: dict[str, Any] | None
+    expires_at: float
+    decisions: list[str]
+
+
+class ApprovalDecision(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    approved: bool
+    reason: str | None = None
+    edited_inputs: dict[str, Any] | None = None
+    timed_out: bool = False
+
+
+class RunHead(BaseModel):
+    """The small, bounded record of a run: everything but its messages and events."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+    agent: str
+    session_id: str
+    run_key: str  # orders runs within a session: "{created_ms:013d}-{run_id}"
+    status: Status = "running"
+    version: int = 0
+    turn: int = 0  # steps started (model calls that began a turn)
+    answers: int = 0  # persisted model answers (the scripted provider's index)
+    msg_seq: int = 0  # next message number
+    event_seq: int = 0  # next event number
+    usage: Usage = Field(default_factory=Usage)
+    model_used: str | None = None
+    spec_hash: str
+    agent_hash: str
+    created_at: float
+    updated_at: float
+    expires_at: int
+    lease_owner: str | None = None
+    lease_until: float = 0.0
+    started_calls: list[str] = Field(default_factory=list)  # at_most_once calls begun
+    continuations: int = 0  # in the current answer (token-limit cuts)
+    corrections: int = 0  # output-schema retries
+    clarification: Clarification | None = None
+    pending_approval: list[PendingApproval] = Field(default_factory=list)
+    decisions: dict[str, ApprovalDecision] = Field(default_factory=dict)
+    task_token: str | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+    input_preview: str = ""
+    result: Any = None  # the final result when small; else in the blob store at result_ref
+    result_ref: str | None = None
+    parent_run_id: str | None = None
+
+
+@dataclass
+class Commit:
+    """One atomic change: the new head and the items it adds."""
+
+    head: RunHead  # with version already incremented
+    expected_version: int | None  # None: create the run (head must not exist)
+    messages: list[tuple[int, Message]] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+
+
+@dataclass
+class SessionRun:
+    run_id: str
+    status: str
+    messages: list[Message]
+
+
+class BlobStore(Protocol):
+    """Large bodies and full tool outputs (S3 in AWS)."""
+
+    def put(self, key: str, body: bytes, content_type: str = "application/json") -> None: ...
+
+    def get(self, key: str) -> bytes: ...
+
+
+class RunStore(Protocol):
+    """Durable run state. Implementations: MemoryStore (tests, benchmarks), DynamoStore."""
+
+    blobs: BlobStore
+
+    def commit(self, commit: Commit) -> None:
+        """Apply atomically; raise StateConflict when the version (or absence) check fails."""
+        ...
+
+    def load_head(self, run_id: str) -> RunHead:
+        """Raise RunNotFound when there is no such run."""
+        ...
+
+    def load_messages(self, head: RunHead) -> list[Message]:
+        """The run's own messages in order (one paginated query)."""
+        ...
+
+    def session_runs(self, head: RunHead) -> list[SessionRun]:
+        """Earlier runs of the head's session, oldest first, each with its messages."""
+        ...
+
+    def list_events(self, run_id: str, after: int = -1, limit: int = 100) -> list[Event]: ...
+
+

@@ -1,0 +1,130 @@
+"""The run store on DynamoDB (one table) and S3 (large bodies), with injected clients.
+
+Each Commit is one TransactWriteItems: the head Put is conditional on the version that was
+read, every new message/event Put on `attribute_not_exists`. A lost race surfaces as
+StateConflict; the caller re-reads and backs off.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from runtime.errors import RunNotFound, StateConflict
+from runtime.events import Event
+from runtime.messages import Message
+from runtime.store import items as it
+from runtime.store.base import Commit, RunHead, SessionRun
+
+
+def _to_ddb(item: it.Item) -> dict[str, Any]:
+    return {k: {"N": str(v)} if isinstance(v, int) else {"S": v} for k, v in item.items()}
+
+
+def _from_ddb(item: dict[str, Any]) -> it.Item:
+    return {k: int(v["N"]) if "N" in v else v["S"] for k, v in item.items()}
+
+
+class S3Blobs:
+    def __init__(self, client: Any, bucket: str):
+        self._s3 = client
+        self._bucket = bucket
+
+    def put(self, key: str, body: bytes, content_type: str = "application/json") -> None:
+        self._s3.put_object(Bucket=self._bucket, Key=key, Body=body, ContentType=content_type)
+
+    def get(self, key: str) -> bytes:
+        body: bytes = self._s3.get_object(Bucket=self._bucket, Key=key)["Body"].read()
+        return body
+
+
+class DynamoStore:
+    def __init__(self, client: Any, table: str, blobs: Any):
+        self._ddb = client
+        self._table = table
+        self.blobs = blobs
+
+    def commit(self, commit: Commit) -> None:
+        head_item, new, upserts = it.commit_items(commit, self.blobs)
+        if commit.expected_version is None:
+            head_put: dict[str, Any] = {"ConditionExpression": "attribute_not_exists(pk)"}
+        else:
+            head_put = {
+                "ConditionExpression": "version = :v",
+                "ExpressionAttributeValues": {":v": {"N": str(commit.expected_version)}},
+            }
+        ops: list[dict[str, Any]] = [
+            {"Put": {"TableName": self._table, "Item": _to_ddb(head_item), **head_put}}
+        ]
+        ops += [
+            {
+                "Put": {
+                    "TableName": self._table,
+                    "Item": _to_ddb(item),
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            }
+            for item in new
+        ]
+        ops += [{"Put": {"TableName": self._table, "Item": _to_ddb(item)}} for item in upserts]
+        try:
+            self._ddb.transact_write_items(TransactItems=ops)
+        except self._ddb.exceptions.TransactionCanceledException as exc:
+            reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
+            if "ConditionalCheckFailed" in reasons:
+                raise StateConflict(f"run {commit.head.run_id} changed under us") from exc
+            raise
+
+    def load_head(self, run_id: str) -> RunHead:
+        pk, sk = it.head_key(run_id)
+        answer = self._ddb.get_item(
+            TableName=self._table, Key={"pk": {"S": pk}, "sk": {"S": sk}}, ConsistentRead=True
+        )
+        if "Item" not in answer:
+            raise RunNotFound(f"no run {run_id!r}")
+        return it.decode_head(_from_ddb(answer["Item"]))
+
+    def _query(self, pk: str, condition: str, values: dict[str, str]) -> Iterator[it.Item]:
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": f"pk = :pk AND {condition}",
+            "ExpressionAttributeValues": {":pk": {"S": pk}, **{k: {"S": v} for k, v in values.items()}},
+            "ConsistentRead": True,
+        }
+        while True:
+            page = self._ddb.query(**kwargs)
+            for item in page.get("Items", []):
+                yield _from_ddb(item)
+            if "LastEvaluatedKey" not in page:
+                return
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def load_messages(self, head: RunHead) -> list[Message]:
+        pk, sk = it.marker_key(head)
+        found = self._query(pk, "begins_with(sk, :p)", {":p": sk + "#M#"})
+        return [it.decode_message(i, self.blobs) for i in found]
+
+    def session_runs(self, head: RunHead) -> list[SessionRun]:
+        pk, own = it.marker_key(head)
+        runs: list[SessionRun] = []
+        for item in self._query(pk, "sk BETWEEN :lo AND :hi", {":lo": "R#", ":hi": own}):
+            if item["sk"] >= own:
+                break
+            if "#M#" in item["sk"]:
+                runs[-1].messages.append(it.decode_message(item, self.blobs))
+            else:
+                doc = json.loads(item["doc"])
+                runs.append(SessionRun(doc["run_id"], doc["status"], []))
+        return runs
+
+    def list_events(self, run_id: str, after: int = -1, limit: int = 100) -> list[Event]:
+        pk, _ = it.head_key(run_id)
+        start = f"EV#{after + 1:08d}"
+        found = self._query(pk, "sk BETWEEN :lo AND :hi", {":lo": start, ":hi": "EV#99999999"})
+        events: list[Event] = []
+        for item in found:
+            events.append(it.decode_event(item))
+            if len(events) >= limit:
+                break
+        return events

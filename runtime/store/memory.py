@@ -1,0 +1,100 @@
+"""In-process stores with the same semantics as DynamoDB/S3 (for tests and benchmarks).
+
+Items are encoded exactly as the DynamoDB store encodes them, so item sizes, counts and
+the atomicity of commits can be asserted and measured without AWS.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from runtime.errors import RunNotFound, StateConflict
+from runtime.events import Event
+from runtime.messages import Message
+from runtime.store import items as it
+from runtime.store.base import Commit, RunHead, SessionRun
+
+
+class MemoryBlobs:
+    def __init__(self) -> None:
+        self.objects: dict[str, bytes] = {}
+
+    def put(self, key: str, body: bytes, content_type: str = "application/json") -> None:
+        self.objects[key] = body
+
+    def get(self, key: str) -> bytes:
+        return self.objects[key]
+
+
+@dataclass
+class StoreStats:
+    commits: int = 0
+    items_written: int = 0
+    bytes_written: int = 0
+    reads: int = 0
+
+
+class MemoryStore:
+    def __init__(self, blobs: MemoryBlobs | None = None):
+        self.blobs = blobs or MemoryBlobs()
+        self.items: dict[tuple[str, str], it.Item] = {}
+        self.stats = StoreStats()
+        self._lock = threading.Lock()
+
+    def commit(self, commit: Commit) -> None:
+        head_item, new, upserts = it.commit_items(commit, self.blobs)
+        key = (head_item["pk"], head_item["sk"])
+        with self._lock:
+            current = self.items.get(key)
+            if commit.expected_version is None:
+                if current is not None:
+                    raise StateConflict(f"run {commit.head.run_id} already exists")
+            elif current is None or current["version"] != commit.expected_version:
+                raise StateConflict(f"run {commit.head.run_id} changed under us")
+            for item in new:
+                if (item["pk"], item["sk"]) in self.items:
+                    raise StateConflict(f"item {item['sk']} already exists")
+            for item in [head_item, *new, *upserts]:
+                self.items[(item["pk"], item["sk"])] = item
+                self.stats.items_written += 1
+                self.stats.bytes_written += sum(len(str(v)) for v in item.values())
+            self.stats.commits += 1
+
+    def load_head(self, run_id: str) -> RunHead:
+        self.stats.reads += 1
+        item = self.items.get(it.head_key(run_id))
+        if item is None:
+            raise RunNotFound(f"no run {run_id!r}")
+        return it.decode_head(item)
+
+    def _query(self, pk: str, prefix: str) -> Iterator[it.Item]:
+        self.stats.reads += 1
+        with self._lock:
+            keys = sorted(k for k in self.items if k[0] == pk and k[1].startswith(prefix))
+            found = [self.items[k] for k in keys]
+        yield from found
+
+    def load_messages(self, head: RunHead) -> list[Message]:
+        pk, sk = it.marker_key(head)
+        return [it.decode_message(i, self.blobs) for i in self._query(pk, sk + "#M#")]
+
+    def session_runs(self, head: RunHead) -> list[SessionRun]:
+        pk, own = it.marker_key(head)
+        runs: list[SessionRun] = []
+        for item in self._query(pk, "R#"):
+            if item["sk"] >= own:
+                break
+            if "#M#" in item["sk"]:
+                runs[-1].messages.append(it.decode_message(item, self.blobs))
+            else:
+                doc = json.loads(item["doc"])
+                runs.append(SessionRun(doc["run_id"], doc["status"], []))
+        return runs
+
+    def list_events(self, run_id: str, after: int = -1, limit: int = 100) -> list[Event]:
+        pk, _ = it.head_key(run_id)
+        events = [it.decode_event(i) for i in self._query(pk, "EV#")]
+        return [e for e in events if e.seq > after][:limit]
