@@ -58,7 +58,8 @@ class Progress:
         if event.type == "clarification_answered":
             return "  ↳ answered"
         if event.type == "run_completed":
-            return f"✓ succeeded in {d['turns_used']} turns · {d['tokens_input']} in / {d['tokens_output']} out tokens"
+            tokens = f"{d['tokens_input']} in / {d['tokens_output']} out tokens"
+            return f"✓ succeeded in {d['turns_used']} turns · {tokens}"
         if event.type == "run_failed":
             return f"✗ {d['error_code']}: {d['error_message']}"
         return None
@@ -73,7 +74,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--reply", action="append", default=[], help="answer a clarification question (repeatable)"
     )
-    parser.add_argument("--aws", action="store_true", help="use real AWS (AGENTFN_TABLE, AGENTFN_BUCKET)")
+    parser.add_argument(
+        "--aws", action="store_true", help="use real AWS (AGENTFN_TABLE, AGENTFN_BUCKET)"
+    )
 
 
 def _print_result(result: dict[str, Any], as_json: bool) -> None:
@@ -114,7 +117,7 @@ def _drive(engine: Any, args: argparse.Namespace, text: str) -> int:
                 _print_result(result, args.json)
                 print(
                     f"The agent asks: {head.clarification.question}\n"
-                    "Answer it by running the same command with --reply \"…\" "
+                    'Answer it by running the same command with --reply "…" '
                     "(or run it in a terminal to be asked).",
                     file=sys.stderr,
                 )
@@ -130,7 +133,11 @@ def _drive(engine: Any, args: argparse.Namespace, text: str) -> int:
     if head.status == "succeeded":
         return EXIT_OK
     if not args.json:
-        print(f"run {head.run_id} {head.status}: {result.get('error_code')}: {result.get('error_message')}", file=sys.stderr)
+        print(
+            f"run {head.run_id} {head.status}: "
+            f"{result.get('error_code')}: {result.get('error_message')}",
+            file=sys.stderr,
+        )
     return EXIT_FAILED
 
 

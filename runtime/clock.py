@@ -31,13 +31,16 @@ class SystemClock:
 
 
 class FakeClock:
-    """A clock that only moves when told to (sleeping moves it instantly)."""
+    """A clock that moves only by `tick` per reading, or when told to (sleeping moves it
+    instantly). The tick keeps readings strictly increasing, as real clocks are in practice."""
 
-    def __init__(self, start: float = 1_790_000_000.0):
+    def __init__(self, start: float = 1_790_000_000.0, tick: float = 0.001):
         self._now = start
+        self._tick = tick
         self.slept: list[float] = []
 
     def now(self) -> float:
+        self._now += self._tick
         return self._now
 
     def monotonic(self) -> float:

@@ -40,6 +40,8 @@ class ToolCall(_Msg):
     arguments: dict[str, Any] | None = None
     raw_arguments: str | None = None
     arguments_error: str | None = None
+    #: Opaque data a provider needs back on later turns (e.g. Gemini's thoughtSignature).
+    provider_data: dict[str, Any] | None = None
 
     @classmethod
     def from_json(cls, id: str, name: str, raw: str | dict[str, Any] | None) -> ToolCall:
@@ -84,6 +86,8 @@ class AssistantMessage(_Msg):
     model_id: str = ""
     stop_reason: Literal["end_turn", "tool_use", "max_tokens"] = "end_turn"
     turn: int = 0
+    #: Opaque data a provider needs back on later turns (e.g. reasoning signatures).
+    provider_data: dict[str, Any] | None = None
 
 
 class ToolResultMessage(_Msg):

@@ -32,5 +32,7 @@ def check(schema: dict[str, Any], data: Any) -> None:
     try:
         validate(data)
     except fastjsonschema.JsonSchemaValueException as exc:
-        where = exc.name.replace("data", "", 1).lstrip(".") or "(root)"
-        raise SchemaViolation(f"{where}: {exc.message.replace(exc.name + ' ', '', 1)}") from None
+        name = exc.name or "data"
+        where = name.replace("data", "", 1).lstrip(".") or "(root)"
+        message = (exc.message or "invalid").replace(name + " ", "", 1)
+        raise SchemaViolation(f"{where}: {message}") from None

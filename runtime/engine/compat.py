@@ -39,7 +39,9 @@ def agent_hash(spec: AgentfnSpec, agent: str) -> str:
             stack.extend(spec.models[name].fallbacks)
     refs = {r for a in agents for r in spec.agents[a].tools}
     tools = sorted(r for r in refs if r in spec.tools)
-    servers = sorted({r.removeprefix("mcp:").partition("/")[0] for r in refs if r.startswith("mcp:")})
+    servers = sorted(
+        {r.removeprefix("mcp:").partition("/")[0] for r in refs if r.startswith("mcp:")}
+    )
     relevant: dict[str, Any] = {
         "agents": {a: spec.agents[a].model_dump(mode="json", by_alias=True) for a in agents},
         "models": {m: spec.models[m].model_dump(mode="json") for m in models},

@@ -16,36 +16,34 @@ A lease on the head keeps two workers from advancing one run at once.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
-from dataclasses import dataclass, field
 from typing import Any
 
 from runtime.clock import Clock, SystemClock
 from runtime.engine import output as out
+from runtime.engine.commits import RunCursor
 from runtime.engine.compat import agent_hash
 from runtime.engine.history import session_history
 from runtime.engine.prompt import FINAL_TURN_NOTE, render_system_prompt
 from runtime.engine.result import build_result
 from runtime.engine.state import answer_text, pending_calls, recent_call_signatures
-from runtime.engine.toolrun import error_result, execute
+from runtime.engine.tool_phase import ToolPhase
 from runtime.errors import (
     DoomLoop,
     MaxTurnsExceeded,
     OutputInvalid,
     RunError,
-    RunLeased,
     SpecChanged,
     StateConflict,
     WrongState,
 )
-from runtime.events import Event, EventListener, EventType, preview
+from runtime.events import EventListener, EventType, preview
 from runtime.messages import AssistantMessage, Message, ToolCall, ToolResultMessage, UserMessage
 from runtime.models.base import Model, ModelRequest, ToolSpec
 from runtime.models.retry import request_with_fallbacks
 from runtime.spec import AgentfnSpec
-from runtime.store.base import TERMINAL, Clarification, Commit, RunHead, RunStore
-from runtime.tools.base import Tool, ToolContext
+from runtime.store.base import TERMINAL, RunHead, RunStore
+from runtime.tools.base import Tool
 from runtime.tools.builtins import CLARIFY
 from runtime.tools.toolset import build_toolset
 
@@ -56,14 +54,7 @@ BUDGET_MARGIN = 5.0  # seconds kept in hand before the time budget ends
 RESULT_INLINE_BYTES = 16 * 1024
 
 
-@dataclass
-class _Run:
-    head: RunHead
-    messages: list[Message]
-    history: list[Message] = field(default_factory=list)
-
-
-class Engine:
+class Engine(ToolPhase):
     """Advances runs of one spec against one store. Cheap to create; reuse it when warm."""
 
     def __init__(
@@ -103,10 +94,12 @@ class Engine:
             expires_at=int(now + self.spec.deployment.retention),
             input_preview=preview(text, 200),
         )
-        data = {"agent": agent, "session_id": head.session_id, "input": preview(text)}
-        return self._commit(
-            head, [UserMessage(content=text)], [("run_started", data)], create=True
-        )
+        data: dict[str, Any] = {
+            "agent": agent,
+            "session_id": head.session_id,
+            "input": preview(text),
+        }
+        return self._commit(head, [UserMessage(content=text)], [("run_started", data)], create=True)
 
     async def run(self, agent: str, text: str, session_id: str | None = None) -> RunHead:
         head = self.start(agent, text, session_id)
@@ -121,7 +114,7 @@ class Engine:
         if head.agent_hash != agent_hash(self.spec, head.agent):
             return self._fail(head, SpecChanged("the agent's spec changed since this run started"))
         head = self._acquire(head)
-        run = _Run(head, self.store.load_messages(head))
+        run = RunCursor(head, self.store.load_messages(head))
         if self.spec.agents[head.agent].session.enabled:
             limit = self.spec.agents[head.agent].session.history_limit
             run.history = session_history(self.store.session_runs(head), limit)
@@ -141,10 +134,14 @@ class Engine:
         """Answer a clarification: the reply becomes that tool call's result."""
         head = self.store.load_head(run_id)
         if head.status != "awaiting_input" or head.clarification is None:
-            raise WrongState(f"run {run_id} is {head.status}, not awaiting_input", status=head.status)
+            raise WrongState(
+                f"run {run_id} is {head.status}, not awaiting_input", status=head.status
+            )
         clarification = head.clarification
         messages = self.store.load_messages(head)
-        turn = next((m.turn for m in reversed(messages) if isinstance(m, AssistantMessage)), head.turn)
+        turn = next(
+            (m.turn for m in reversed(messages) if isinstance(m, AssistantMessage)), head.turn
+        )
         result = ToolResultMessage(
             tool_call_id=clarification.tool_call_id,
             tool_name=CLARIFY,
@@ -153,7 +150,9 @@ class Engine:
             output=text,
             turn=turn,
         )
-        events = [("clarification_answered", {"tool_call_id": clarification.tool_call_id})]
+        events: list[tuple[EventType, dict[str, Any]]] = [
+            ("clarification_answered", {"tool_call_id": clarification.tool_call_id})
+        ]
         head = head.model_copy(update={"status": "running", "clarification": None})
         return self._commit(head, [result], events)
 
@@ -164,7 +163,12 @@ class Engine:
         head = head.model_copy(
             update={"status": "cancelled", "error_code": "CANCELLED", "error_message": reason}
         )
-        return self._commit(head, [], [("run_failed", {"error_code": "CANCELLED", "error_message": reason})], release=True)
+        return self._commit(
+            head,
+            [],
+            [("run_failed", {"error_code": "CANCELLED", "error_message": reason})],
+            release=True,
+        )
 
     def result(self, run_id: str) -> dict[str, Any]:
         head = self.store.load_head(run_id)
@@ -181,14 +185,14 @@ class Engine:
 
     # ---- the step ----------------------------------------------------------------------
 
-    async def _step(self, run: _Run) -> None:
+    async def _step(self, run: RunCursor) -> None:
         pending = pending_calls(run.messages)
         if pending:
             await self._run_tools(run, pending)
         else:
             await self._call_model(run)
 
-    def _models_for(self, run: _Run) -> list[tuple[Model, Any]]:
+    def _models_for(self, run: RunCursor) -> list[tuple[Model, Any]]:
         chain: list[tuple[Model, Any]] = []
         names = [self.spec.model_for(run.head.agent)]
         names += [n for n in self.spec.models[names[0]].fallbacks if n not in names]
@@ -212,7 +216,7 @@ class Engine:
             self._toolsets[agent] = build_toolset(self.spec, agent)
         return self._toolsets[agent]
 
-    async def _call_model(self, run: _Run) -> None:
+    async def _call_model(self, run: RunCursor) -> None:
         head = run.head
         config = self.spec.agents[head.agent]
         max_turns = config.max_turns or self.spec.defaults.max_turns
@@ -223,8 +227,14 @@ class Engine:
         turn = head.turn if follow_up else head.turn + 1
         final_turn = turn >= max_turns
         tools = self._tools(head.agent)
-        specs = [] if final_turn else [ToolSpec(t.name, t.description, t.input_schema) for t in tools.values()]
-        system = render_system_prompt(head.agent, config, head.run_id, head.session_id, self.clock.now())
+        specs = (
+            []
+            if final_turn
+            else [ToolSpec(t.name, t.description, t.input_schema) for t in tools.values()]
+        )
+        system = render_system_prompt(
+            head.agent, config, head.run_id, head.session_id, self.clock.now()
+        )
         request = ModelRequest(
             system=system + (FINAL_TURN_NOTE if final_turn else ""),
             messages=[*run.history, *run.messages],
@@ -269,7 +279,8 @@ class Engine:
             update["continuations"] = 0
             if final_turn:
                 failure = MaxTurnsExceeded(
-                    f"reached max_turns ({max_turns}): the model still asked for tools on its final turn"
+                    f"reached max_turns ({max_turns}): the model still asked for tools "
+                    "on its final turn"
                 )
             else:
                 failure = self._doom_check(run.messages, answer.tool_calls)
@@ -283,17 +294,20 @@ class Engine:
         run.messages.extend(new)
 
     def _doom_check(self, messages: list[Message], calls: list[ToolCall]) -> RunError | None:
-        signatures = recent_call_signatures(messages) + [(c.name, c.arguments_json()) for c in calls]
+        earlier = recent_call_signatures(messages, DOOM_REPEATS - 1)
+        signatures = earlier + [(c.name, c.arguments_json()) for c in calls]
         for end in range(len(signatures) - len(calls), len(signatures)):
             window = signatures[max(0, end - DOOM_REPEATS + 1) : end + 1]
             if len(window) == DOOM_REPEATS and len(set(window)) == 1:
                 name = window[0][0]
-                return DoomLoop(f"the model called {name} with the same arguments {DOOM_REPEATS} times in a row")
+                return DoomLoop(
+                    f"the model called {name} with the same arguments {DOOM_REPEATS} times in a row"
+                )
         return None
 
     def _conclude(
         self,
-        run: _Run,
+        run: RunCursor,
         answer: AssistantMessage,
         update: dict[str, Any],
         new: list[Message],
@@ -312,9 +326,14 @@ class Engine:
             if head.corrections < MAX_CORRECTIONS:
                 update["corrections"] = head.corrections + 1
                 update["continuations"] = 0
-                new.append(UserMessage(content=out.correction_prompt(problem, schema), purpose="correct"))
+                new.append(
+                    UserMessage(content=out.correction_prompt(problem, schema), purpose="correct")
+                )
                 return None
-            return OutputInvalid(f"the final answer failed the output schema after {MAX_CORRECTIONS} corrections: {problem}")
+            return OutputInvalid(
+                f"the final answer failed the output schema after {MAX_CORRECTIONS} "
+                f"corrections: {problem}"
+            )
         update["status"] = "succeeded"
         self._store_result(head, result, update)
         events.append(("step_completed", {"turn": answer.turn}))
@@ -322,7 +341,11 @@ class Engine:
         events.append(
             (
                 "run_completed",
-                {"turns_used": update["turn"], "tokens_input": usage.input_tokens, "tokens_output": usage.output_tokens},
+                {
+                    "turns_used": update["turn"],
+                    "tokens_input": usage.input_tokens,
+                    "tokens_output": usage.output_tokens,
+                },
             )
         )
         return None
@@ -337,161 +360,3 @@ class Engine:
             update["result_ref"] = ref
         else:
             update["result"] = result
-
-    # ---- tools -------------------------------------------------------------------------
-
-    async def _run_tools(self, run: _Run, pending: list[ToolCall]) -> None:
-        tools = self._tools(run.head.agent)
-        index = 0
-        while index < len(pending):
-            call = pending[index]
-            if call.name == CLARIFY and call.arguments is not None:
-                self._pause_for_clarification(run, call)
-                return
-            tool = tools.get(call.name)
-            if tool is not None and tool.effect == "read_only" and call.arguments is not None:
-                batch = [call]
-                while index + len(batch) < len(pending):
-                    nxt = pending[index + len(batch)]
-                    candidate = tools.get(nxt.name)
-                    if nxt.name == CLARIFY or candidate is None or candidate.effect != "read_only":
-                        break
-                    batch.append(nxt)
-                results = await asyncio.gather(*(self._execute(run, c) for c in batch))
-                for done in results:
-                    self._record_result(run, done, last=index + 1 == len(pending))
-                    index += 1
-                continue
-            if tool is not None and tool.effect == "at_most_once" and call.arguments is not None:
-                if call.id in run.head.started_calls:
-                    result = error_result(call, self._turn(run), "outcome unknown: this call started but the run was interrupted before its result was recorded; it was not run again. Check its effect before retrying.")
-                    result = result.model_copy(update={"outcome_unknown": True})
-                    self._record_result(run, result, last=index + 1 == len(pending))
-                    index += 1
-                    continue
-                started = run.head.started_calls + [call.id]
-                run.head = self._commit(
-                    run.head.model_copy(update={"started_calls": started}),
-                    [],
-                    [("tool_call", self._call_event(run, call))],
-                )
-            result = await self._execute(run, call)
-            self._record_result(run, result, last=index + 1 == len(pending), announced=tool is not None and tool.effect == "at_most_once")
-            index += 1
-
-    def _turn(self, run: _Run) -> int:
-        return next((m.turn for m in reversed(run.messages) if isinstance(m, AssistantMessage)), run.head.turn)
-
-    def _call_event(self, run: _Run, call: ToolCall) -> dict[str, Any]:
-        return {
-            "turn": self._turn(run),
-            "tool_call_id": call.id,
-            "tool_name": call.name,
-            "inputs": preview(call.arguments_json()),
-        }
-
-    async def _execute(self, run: _Run, call: ToolCall) -> ToolResultMessage:
-        config = self.spec.agents[run.head.agent]
-        ctx = ToolContext(run.head.run_id, run.head.session_id, run.head.agent, call.id)
-        return await execute(
-            self._tools(run.head.agent),
-            call,
-            ctx,
-            turn=self._turn(run),
-            timeout=config.tool_timeout or self.spec.defaults.tool_timeout,
-            max_chars=config.tool_result_max_chars or self.spec.defaults.tool_result_max_chars,
-            blobs=self.store.blobs,
-        )
-
-    def _record_result(self, run: _Run, result: ToolResultMessage, *, last: bool, announced: bool = False) -> None:
-        call = ToolCall(id=result.tool_call_id, name=result.tool_name, arguments=result.inputs)
-        events: list[tuple[EventType, dict[str, Any]]] = []
-        if not announced:
-            events.append(("tool_call", self._call_event(run, call)))
-        events.append(
-            (
-                "tool_result",
-                {
-                    "turn": result.turn,
-                    "tool_call_id": result.tool_call_id,
-                    "tool_name": result.tool_name,
-                    "success": result.success,
-                    "duration_ms": result.duration_ms,
-                    "output": preview(result.content),
-                },
-            )
-        )
-        if last:
-            events.append(("step_completed", {"turn": result.turn}))
-        started = [c for c in run.head.started_calls if c != result.tool_call_id]
-        run.head = self._commit(run.head.model_copy(update={"started_calls": started}), [result], events)
-        run.messages.append(result)
-
-    def _pause_for_clarification(self, run: _Run, call: ToolCall) -> None:
-        args = call.arguments or {}
-        clarification = Clarification(
-            question=str(args.get("question", "")),
-            reason=str(args["reason"]) if args.get("reason") is not None else None,
-            tool_call_id=call.id,
-        )
-        head = run.head.model_copy(update={"status": "awaiting_input", "clarification": clarification})
-        run.head = self._commit(
-            head, [], [("clarification_requested", clarification.model_dump(mode="json"))], release=True
-        )
-
-    # ---- persistence -------------------------------------------------------------------
-
-    def _acquire(self, head: RunHead) -> RunHead:
-        now = self.clock.now()
-        if head.lease_owner not in {None, self.owner} and head.lease_until > now:
-            raise RunLeased(f"run {head.run_id} is being advanced by another worker until {head.lease_until:.0f}")
-        try:
-            return self._commit(head, [], [])
-        except StateConflict as exc:
-            raise RunLeased(f"run {head.run_id} was taken by another worker") from exc
-
-    def _fail(self, head: RunHead, error: RunError) -> RunHead:
-        update = {"status": "failed", "error_code": error.error_code, "error_message": str(error)}
-        events: list[tuple[EventType, dict[str, Any]]] = [
-            ("run_failed", {"error_code": error.error_code, "error_message": str(error)})
-        ]
-        return self._commit(head.model_copy(update=update), [], events, release=True)
-
-    def _commit(
-        self,
-        head: RunHead,
-        messages: list[Message],
-        events: list[tuple[EventType, dict[str, Any]]],
-        *,
-        create: bool = False,
-        release: bool = False,
-    ) -> RunHead:
-        now = self.clock.now()
-        numbered = [(head.msg_seq + i, m) for i, m in enumerate(messages)]
-        built = [
-            Event(seq=head.event_seq + i, type=kind, at=now, run_id=head.run_id, data=data)
-            for i, (kind, data) in enumerate(events)
-        ]
-        lease_owner = None if release or create else self.owner
-        new_head = head.model_copy(
-            update={
-                "version": head.version + 1,
-                "updated_at": now,
-                "msg_seq": head.msg_seq + len(messages),
-                "event_seq": head.event_seq + len(events),
-                "lease_owner": lease_owner,
-                "lease_until": now + self.lease_seconds if lease_owner else 0.0,
-            }
-        )
-        self.store.commit(
-            Commit(
-                head=new_head,
-                expected_version=None if create else head.version,
-                messages=numbered,
-                events=built,
-            )
-        )
-        if self.listener is not None:
-            for event in built:
-                self.listener(event)
-        return new_head

@@ -50,4 +50,6 @@ def correction_prompt(problem: str, schema: dict[str, Any]) -> str:
     )
 
 
-CONTINUE_PROMPT = "Your answer was cut off by the output token limit. Continue exactly where you left off."
+CONTINUE_PROMPT = (
+    "Your answer was cut off by the output token limit. Continue exactly where you left off."
+)

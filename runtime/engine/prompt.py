@@ -11,7 +11,9 @@ FINAL_TURN_NOTE = (
 )
 
 
-def render_system_prompt(agent: str, config: AgentConfig, run_id: str, session_id: str, now: float) -> str:
+def render_system_prompt(
+    agent: str, config: AgentConfig, run_id: str, session_id: str, now: float
+) -> str:
     moment = datetime.fromtimestamp(now, UTC)
     values = {
         "date": moment.date().isoformat(),

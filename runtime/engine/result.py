@@ -55,7 +55,9 @@ def build_result(head: RunHead, messages: list[Message], blobs: BlobStore) -> di
         out["reasoning"] = reasoning
     elif head.status in {"failed", "cancelled"}:
         out["error_message"] = head.error_message or ""
-        out["error_code"] = head.error_code or ("CANCELLED" if head.status == "cancelled" else "INTERNAL")
+        out["error_code"] = head.error_code or (
+            "CANCELLED" if head.status == "cancelled" else "INTERNAL"
+        )
         out["partial_reasoning"] = reasoning
     else:
         out["reasoning"] = reasoning

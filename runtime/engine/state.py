@@ -36,14 +36,19 @@ def answer_text(messages: list[Message]) -> str:
     return "".join(reversed(parts))
 
 
-def recent_call_signatures(messages: list[Message]) -> list[tuple[str, str]]:
-    """(tool name, canonical arguments) of every executed or requested call, oldest first."""
-    return [
-        (call.name, call.arguments_json())
-        for message in messages
-        if isinstance(message, AssistantMessage)
-        for call in message.tool_calls
-    ]
+def recent_call_signatures(messages: list[Message], count: int) -> list[tuple[str, str]]:
+    """(tool name, canonical arguments) of the last `count` requested calls, oldest first.
+
+    Walks backwards and stops early: the cost does not grow with the conversation.
+    """
+    found: list[tuple[str, str]] = []
+    for message in reversed(messages):
+        if isinstance(message, AssistantMessage):
+            for call in reversed(message.tool_calls):
+                found.append((call.name, call.arguments_json()))
+                if len(found) >= count:
+                    return found[::-1]
+    return found[::-1]
 
 
 def result_for(messages: list[Message], call_id: str) -> ToolResultMessage | None:

@@ -20,7 +20,9 @@ from runtime.tools.base import Tool, ToolContext, ToolError
 INLINE_OUTPUT_BYTES = 8 * 1024
 
 
-def error_result(call: ToolCall, turn: int, message: str, duration_ms: int = 0) -> ToolResultMessage:
+def error_result(
+    call: ToolCall, turn: int, message: str, duration_ms: int = 0
+) -> ToolResultMessage:
     return ToolResultMessage(
         tool_call_id=call.id,
         tool_name=call.name,
@@ -98,7 +100,9 @@ async def execute(
             + f"\n[output truncated: {cap} of {len(content)} characters shown; the full output "
             f"is kept as {full_ref}]"
         )
-    inline = output if len(render_output(output).encode()) <= INLINE_OUTPUT_BYTES else content[:2000]
+    inline = (
+        output if len(render_output(output).encode()) <= INLINE_OUTPUT_BYTES else content[:2000]
+    )
     return ToolResultMessage(
         tool_call_id=call.id,
         tool_name=call.name,

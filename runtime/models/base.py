@@ -62,8 +62,10 @@ class Model(Protocol):
 #: Resolves `${secret:NAME}` references inside a string to their values.
 SecretResolver = Callable[[str], str]
 
-_TRANSIENT_WORDS = re.compile(r"rate|overloaded|throttl|too many requests|temporarily|unavailable", re.I)
-TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
+_TRANSIENT_WORDS = re.compile(
+    r"rate.?limit|overloaded|throttl|too many requests|temporarily|unavailable", re.I
+)
+TRANSIENT_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504, 529})
 
 
 def retry_after_seconds(headers: Mapping[str, str]) -> float | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from runtime.models.base import Model, SecretResolver
+from runtime.spec import models as spec
 from runtime.spec.models import ModelConfig
 
 
@@ -18,25 +19,27 @@ def build_model(
 ) -> Model:
     """A ready Model. `http_client` (httpx.AsyncClient) and `boto_client` are injectable
     for tests and connection reuse; providers create their own when not given."""
-    provider = config.provider
-    if provider == "scripted":
+    if isinstance(config, spec.ScriptedModel):
         from runtime.models.scripted import ScriptedModelClient
 
         return ScriptedModelClient(name, config)
-    if provider == "bedrock":
+    if isinstance(config, spec.BedrockModel):
         from runtime.models.bedrock import BedrockConverseModel
 
         return BedrockConverseModel(name, config, client=boto_client)
-    if provider in {"openai", "azure_openai", "ollama", "openai_compatible"}:
+    if isinstance(
+        config,
+        spec.OpenAIModel | spec.AzureOpenAIModel | spec.OllamaModel | spec.OpenAICompatibleModel,
+    ):
         from runtime.models.openai_chat import OpenAIChatModel
 
         return OpenAIChatModel(name, config, secrets, client=http_client)
-    if provider == "anthropic":
+    if isinstance(config, spec.AnthropicModel):
         from runtime.models.anthropic import AnthropicMessagesModel
 
         return AnthropicMessagesModel(name, config, secrets, client=http_client)
-    if provider == "gemini":
+    if isinstance(config, spec.GeminiModel):
         from runtime.models.gemini import GeminiModel
 
         return GeminiModel(name, config, secrets, client=http_client)
-    raise ValueError(f"unknown provider {provider!r}")  # pragma: no cover - the spec forbids it
+    raise ValueError(f"unknown provider {config.provider!r}")  # pragma: no cover

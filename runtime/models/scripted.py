@@ -54,7 +54,11 @@ class ScriptedModelClient:
             message = f"{error.code}: {error.message}"
             if error.status is not None:
                 raise error_for_status("scripted", error.status, message)
-            raise TransientModelError(message, provider="scripted") if "throttl" in error.code.lower() else ModelError(message, provider="scripted")
+            raise (
+                TransientModelError(message, provider="scripted")
+                if "throttl" in error.code.lower()
+                else ModelError(message, provider="scripted")
+            )
         text = entry.text
         if text is not None and not isinstance(text, str):
             import json
@@ -63,7 +67,9 @@ class ScriptedModelClient:
         counter = itertools.count(1)
         calls = [
             ToolCall.from_json(
-                call.id or f"call-{request.call_number + 1}-{next(counter)}", call.name, call.arguments
+                call.id or f"call-{request.call_number + 1}-{next(counter)}",
+                call.name,
+                call.arguments,
             )
             for call in entry.tool_calls
         ]

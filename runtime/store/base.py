@@ -17,7 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from runtime.events import Event
 from runtime.messages import Message, Usage
 
-Status = Literal["running", "awaiting_approval", "awaiting_input", "succeeded", "failed", "cancelled"]
+Status = Literal[
+    "running", "awaiting_approval", "awaiting_input", "succeeded", "failed", "cancelled"
+]
 TERMINAL: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
 PAUSED: frozenset[str] = frozenset({"awaiting_approval", "awaiting_input"})
 
@@ -132,5 +134,3 @@ class RunStore(Protocol):
         ...
 
     def list_events(self, run_id: str, after: int = -1, limit: int = 100) -> list[Event]: ...
-
-

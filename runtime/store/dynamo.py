@@ -89,7 +89,10 @@ class DynamoStore:
         kwargs: dict[str, Any] = {
             "TableName": self._table,
             "KeyConditionExpression": f"pk = :pk AND {condition}",
-            "ExpressionAttributeValues": {":pk": {"S": pk}, **{k: {"S": v} for k, v in values.items()}},
+            "ExpressionAttributeValues": {
+                ":pk": {"S": pk},
+                **{k: {"S": v} for k, v in values.items()},
+            },
             "ConsistentRead": True,
         }
         while True:

@@ -57,7 +57,12 @@ def schema_from_signature(func: Any) -> dict[str, Any]:
         properties[name] = _json_type(hints.get(name, Any))
         if parameter.default is inspect.Parameter.empty:
             required.append(name)
-    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
 
 
 def python_tool(name: str, config: PythonTool, package: str) -> FunctionTool:

@@ -29,6 +29,8 @@ def build_toolset(spec: AgentfnSpec, agent: str) -> dict[str, Tool]:
             if isinstance(config, PythonTool):
                 tools[ref] = python_tool(ref, config, spec.tools_package)
             else:
-                raise NotImplementedYet(f"{config.type} tools ({ref}) are not available in this version")
+                raise NotImplementedYet(
+                    f"{config.type} tools ({ref}) are not available in this version"
+                )
     tools["agent_clarify"] = clarify_tool()
     return tools

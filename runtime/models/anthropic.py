@@ -1,0 +1,144 @@
+"""Anthropic Messages API over plain HTTP (no SDK, to keep the Lambda package small)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from runtime.errors import ModelError
+from runtime.messages import AssistantMessage, Message, ToolCall, ToolResultMessage, Usage
+from runtime.models.base import ModelRequest, ModelResponse, SecretResolver, StopReason
+from runtime.models.openai_chat import post_json
+from runtime.spec.models import AnthropicModel
+
+API_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 4096  # the API requires max_tokens; this is what we ask for when unset
+
+_STOP: dict[str, StopReason] = {"tool_use": "tool_use", "max_tokens": "max_tokens"}
+
+
+def merge_turns(
+    turns: list[tuple[str, list[dict[str, Any]]]], key: str = "content"
+) -> list[dict[str, Any]]:
+    """`(role, blocks)` pairs as alternating messages: consecutive turns of one role (the
+    tool results of one step, a user note after them) become one message, as the Messages
+    API (and Gemini, with key="parts") requires. Turns without blocks are dropped."""
+    merged: list[dict[str, Any]] = []
+    for role, blocks in turns:
+        if not blocks:
+            continue
+        if merged and merged[-1]["role"] == role:
+            merged[-1][key].extend(blocks)
+        else:
+            merged.append({"role": role, key: list(blocks)})
+    return merged
+
+
+def anthropic_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    turns: list[tuple[str, list[dict[str, Any]]]] = []
+    for message in messages:
+        if isinstance(message, AssistantMessage):
+            blocks: list[dict[str, Any]] = (
+                [{"type": "text", "text": message.text}] if message.text else []
+            )
+            blocks += [
+                {
+                    "type": "tool_use",
+                    "id": call.id,
+                    "name": call.name,
+                    "input": call.arguments or {},
+                }
+                for call in message.tool_calls
+            ]
+            turns.append(("assistant", blocks))
+        elif isinstance(message, ToolResultMessage):
+            block = {
+                "type": "tool_result",
+                "tool_use_id": message.tool_call_id,
+                "content": message.content,
+                "is_error": not message.success,
+            }
+            turns.append(("user", [block]))
+        else:
+            turns.append(("user", [{"type": "text", "text": message.content}]))
+    return merge_turns(turns)
+
+
+class AnthropicMessagesModel:
+    """One POST /v1/messages per request."""
+
+    def __init__(
+        self,
+        name: str,
+        config: AnthropicModel,
+        secrets: SecretResolver,
+        client: httpx.AsyncClient | None = None,
+    ):
+        self.name = name
+        self.model_id = config.model_id
+        self._config = config
+        self._secrets = secrets
+        self._client = client
+        self._key: str | None = None
+
+    def _body(self, request: ModelRequest) -> dict[str, Any]:
+        config = self._config
+        body: dict[str, Any] = {
+            "model": config.model_id,
+            "max_tokens": config.max_tokens or DEFAULT_MAX_TOKENS,
+            "messages": anthropic_messages(request.messages),
+        }
+        if request.system:
+            body["system"] = request.system
+        if request.tools:
+            body["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+                for t in request.tools
+            ]
+        if config.temperature is not None:
+            body["temperature"] = config.temperature
+        return body
+
+    async def request(self, request: ModelRequest) -> ModelResponse:
+        if self._key is None:  # resolved on first use: an unused fallback never reads it
+            self._key = self._secrets(self._config.api_key)
+        base = str(self._config.base_url or "https://api.anthropic.com").rstrip("/")
+        answer = await post_json(
+            self._client,
+            "anthropic",
+            f"{base}/v1/messages",
+            headers={"x-api-key": self._key, "anthropic-version": API_VERSION},
+            body=self._body(request),
+            timeout=self._config.timeout,
+            secret=self._key,
+        )
+        content = answer.get("content")
+        if not isinstance(content, list):
+            raise ModelError("anthropic answered without a content list", provider="anthropic")
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        for block in content:
+            if block.get("type") == "text":
+                texts.append(block.get("text", ""))
+            elif block.get("type") == "tool_use":
+                calls.append(
+                    ToolCall.from_json(
+                        block.get("id", ""), block.get("name", ""), block.get("input")
+                    )
+                )
+        # end_turn, stop_sequence, pause_turn, refusal: the model stopped on its own
+        stop = _STOP.get(answer.get("stop_reason") or "", "end_turn")
+        if calls and stop == "end_turn":
+            stop = "tool_use"
+        usage = answer.get("usage") or {}
+        return ModelResponse(
+            text="".join(texts) or None,
+            tool_calls=calls,
+            usage=Usage(
+                input_tokens=usage.get("input_tokens") or 0,
+                output_tokens=usage.get("output_tokens") or 0,
+            ),
+            stop_reason=stop,
+            model_id=self.model_id,
+        )
