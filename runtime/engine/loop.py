@@ -227,11 +227,7 @@ class Engine(ToolPhase):
         turn = head.turn if follow_up else head.turn + 1
         final_turn = turn >= max_turns
         tools = self._tools(head.agent)
-        specs = (
-            []
-            if final_turn
-            else [ToolSpec(t.name, t.description, t.input_schema) for t in tools.values()]
-        )
+        specs = [ToolSpec(t.name, t.description, t.input_schema) for t in tools.values()]
         system = render_system_prompt(
             head.agent, config, head.run_id, head.session_id, self.clock.now()
         )
@@ -240,6 +236,7 @@ class Engine(ToolPhase):
             messages=[*run.history, *run.messages],
             tools=specs,
             call_number=head.answers,
+            allow_tools=not final_turn,
         )
         model, response = await request_with_fallbacks(self._models_for(run), request, self.clock)
         answer = AssistantMessage(

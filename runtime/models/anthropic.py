@@ -96,6 +96,8 @@ class AnthropicMessagesModel:
                 {"name": t.name, "description": t.description, "input_schema": t.input_schema}
                 for t in request.tools
             ]
+            if not request.allow_tools:
+                body["tool_choice"] = {"type": "none"}
         if config.temperature is not None:
             body["temperature"] = config.temperature
         return body

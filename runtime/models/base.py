@@ -39,6 +39,10 @@ class ModelRequest:
     call_number: int = 0
     #: Retry attempt of this call with this model, 0 first.
     attempt: int = 0
+    #: False on an agent's final turn: the model must answer, not call tools. `tools` are
+    #: still listed because some APIs reject a history with tool calls but no tool
+    #: definitions; each provider withholds them its own way (tool_choice "none", …).
+    allow_tools: bool = True
 
 
 @dataclass

@@ -28,19 +28,32 @@ TRANSIENT_CODES = frozenset(
 _STOP: dict[str, StopReason] = {"tool_use": "tool_use", "max_tokens": "max_tokens"}
 
 
-def converse_messages(messages: list[Message]) -> list[dict[str, Any]]:
+def converse_messages(messages: list[Message], tools_as_text: bool = False) -> list[dict[str, Any]]:
     """Neutral messages as Converse messages. Consecutive messages of one role are merged
     (Converse requires alternation); this mirrors `anthropic.merge_turns` but is kept here
-    so the Bedrock path never imports httpx."""
+    so the Bedrock path never imports httpx.
+
+    Converse has no "no tools" choice and rejects tool blocks without a toolConfig, so on a
+    final turn (`tools_as_text`) earlier tool calls and results are given as plain text."""
     merged: list[dict[str, Any]] = []
     for message in messages:
         if isinstance(message, AssistantMessage):
             role = "assistant"
             blocks: list[dict[str, Any]] = [{"text": message.text}] if message.text else []
-            blocks += [
-                {"toolUse": {"toolUseId": c.id, "name": c.name, "input": c.arguments or {}}}
-                for c in message.tool_calls
-            ]
+            if tools_as_text:
+                blocks += [
+                    {"text": f"[called tool {c.name} with {c.arguments_json()}]"}
+                    for c in message.tool_calls
+                ]
+            else:
+                blocks += [
+                    {"toolUse": {"toolUseId": c.id, "name": c.name, "input": c.arguments or {}}}
+                    for c in message.tool_calls
+                ]
+        elif isinstance(message, ToolResultMessage) and tools_as_text:
+            role = "user"
+            state = "" if message.success else " (failed)"
+            blocks = [{"text": f"[result of tool {message.tool_name}{state}: {message.content}]"}]
         elif isinstance(message, ToolResultMessage):
             role = "user"
             result = {
@@ -88,7 +101,7 @@ class BedrockConverseModel:
         config = self._config
         params: dict[str, Any] = {
             "modelId": config.model_id,
-            "messages": converse_messages(request.messages),
+            "messages": converse_messages(request.messages, tools_as_text=not request.allow_tools),
         }
         if request.system:
             params["system"] = [{"text": request.system}]
@@ -99,7 +112,7 @@ class BedrockConverseModel:
             inference["temperature"] = config.temperature
         if inference:
             params["inferenceConfig"] = inference
-        if request.tools:
+        if request.tools and request.allow_tools:
             specs = [
                 {
                     "toolSpec": {

@@ -16,6 +16,15 @@ from runtime.spec.models import GeminiModel as GeminiConfig
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 
 
+def _call_part(call: ToolCall) -> dict[str, Any]:
+    """A function call part; its thought signature (if Gemini gave one) goes back with it."""
+    part: dict[str, Any] = {"functionCall": {"name": call.name, "args": call.arguments or {}}}
+    signature = (call.provider_data or {}).get("thoughtSignature")
+    if signature:
+        part["thoughtSignature"] = signature
+    return part
+
+
 def gemini_contents(messages: list[Message]) -> list[dict[str, Any]]:
     """Neutral messages as `contents`: roles user/model, tool results as user
     `functionResponse` parts, consecutive turns of one role merged."""
@@ -23,10 +32,7 @@ def gemini_contents(messages: list[Message]) -> list[dict[str, Any]]:
     for message in messages:
         if isinstance(message, AssistantMessage):
             parts: list[dict[str, Any]] = [{"text": message.text}] if message.text else []
-            parts += [
-                {"functionCall": {"name": call.name, "args": call.arguments or {}}}
-                for call in message.tool_calls
-            ]
+            parts += [_call_part(call) for call in message.tool_calls]
             turns.append(("model", parts))
         elif isinstance(message, ToolResultMessage):
             response = {"content": message.content, "success": message.success}
@@ -66,6 +72,8 @@ class GeminiModel:
                 for t in request.tools
             ]
             body["tools"] = [{"functionDeclarations": declarations}]
+            if not request.allow_tools:
+                body["toolConfig"] = {"functionCallingConfig": {"mode": "NONE"}}
         generation: dict[str, Any] = {}
         if config.temperature is not None:
             generation["temperature"] = config.temperature
@@ -105,7 +113,11 @@ class GeminiModel:
                 call_id = (
                     call.get("id") or part.get("id") or f"gemini-{call_number}-{len(calls) + 1}"
                 )
-                calls.append(ToolCall.from_json(call_id, call.get("name", ""), call.get("args")))
+                parsed = ToolCall.from_json(call_id, call.get("name", ""), call.get("args"))
+                if part.get("thoughtSignature"):  # Gemini 3 wants it back on the next turn
+                    data = {"thoughtSignature": part["thoughtSignature"]}
+                    parsed = parsed.model_copy(update={"provider_data": data})
+                calls.append(parsed)
             elif "text" in part and not part.get("thought"):  # thought summaries are not answers
                 texts.append(part["text"])
         finish = candidate.get("finishReason")

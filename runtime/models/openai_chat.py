@@ -186,6 +186,8 @@ class OpenAIChatModel:
                 }
                 for tool in request.tools
             ]
+            if not request.allow_tools:
+                body["tool_choice"] = "none"
         if config.temperature is not None:
             body["temperature"] = config.temperature
         if config.max_tokens is not None:

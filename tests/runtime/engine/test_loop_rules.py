@@ -34,8 +34,8 @@ def test_last_turn_withholds_tools_and_the_model_answers() -> None:
     head = run(engine)
     assert head.status == "succeeded" and head.turn == 3
     requests = _requests(engine)
-    assert all(r.tools for r in requests[:2])
-    assert requests[2].tools == [] and "final turn" in requests[2].system
+    assert all(r.allow_tools for r in requests[:2])
+    assert requests[2].allow_tools is False and "final turn" in requests[2].system
 
 
 def test_tools_requested_on_the_final_turn_end_the_run_max_turns_exceeded() -> None:

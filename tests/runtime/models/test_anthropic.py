@@ -304,3 +304,12 @@ def test_invalid_json_in_a_200_is_a_model_error(wire_server: WireServer) -> None
 def test_connection_refused_is_transient() -> None:
     with pytest.raises(TransientModelError):
         run(claude(closed_port_url()).request(simple()))
+
+
+def test_final_turn_sets_tool_choice_none(wire_server: WireServer) -> None:
+    wire_server.reply(TEXT_ANSWER)
+    request = conversation()
+    request.allow_tools = False
+    run(claude(wire_server.url).request(request))
+    assert wire_server.last.body["tool_choice"] == {"type": "none"}
+    assert wire_server.last.body["tools"]

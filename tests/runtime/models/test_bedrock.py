@@ -12,8 +12,8 @@ from botocore.exceptions import EndpointConnectionError, ReadTimeoutError
 from botocore.stub import Stubber
 
 from runtime.errors import ModelError, TransientModelError
-from runtime.messages import AssistantMessage, ToolCall, UserMessage
-from runtime.models.base import ModelRequest
+from runtime.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
+from runtime.models.base import ModelRequest, ToolSpec
 from runtime.models.bedrock import BedrockConverseModel
 from runtime.spec.models import BedrockModel
 from tests.runtime.models.conversation import SYSTEM, conversation, run, simple
@@ -294,3 +294,36 @@ def test_client_is_created_lazily_in_the_configured_region(
     assert kwargs["region_name"] == "eu-west-1"
     assert kwargs["config"].read_timeout == 30
     assert kwargs["config"].retries == {"total_max_attempts": 1}
+
+
+def test_final_turn_sends_no_tool_config_and_earlier_tool_blocks_as_text(
+    client: Any, stubber: Stubber
+) -> None:
+    """Converse has no "none" tool choice and rejects tool blocks without a toolConfig."""
+    messages = [
+        UserMessage(content="hi"),
+        AssistantMessage(
+            text="Checking.", tool_calls=[ToolCall(id="t1", name="lookup", arguments={"id": 1})]
+        ),
+        ToolResultMessage(tool_call_id="t1", tool_name="lookup", content="found", success=True),
+    ]
+    expected = {
+        "modelId": MODEL_ID,
+        "system": [{"text": SYSTEM}],
+        "messages": [
+            {"role": "user", "content": [{"text": "hi"}]},
+            {
+                "role": "assistant",
+                "content": [{"text": "Checking."}, {"text": '[called tool lookup with {"id":1}]'}],
+            },
+            {"role": "user", "content": [{"text": "[result of tool lookup: found]"}]},
+        ],
+    }
+    stubber.add_response("converse", converse([{"text": "Final."}]), expected)
+    tools = [ToolSpec("lookup", "Look up.", {"type": "object"})]
+    answer = run(
+        bedrock(client).request(
+            ModelRequest(system=SYSTEM, messages=messages, tools=tools, allow_tools=False)
+        )
+    )
+    assert answer.text == "Final."

@@ -289,3 +289,45 @@ def test_invalid_json_in_a_200_is_a_model_error(wire_server: WireServer) -> None
 def test_connection_refused_is_transient() -> None:
     with pytest.raises(TransientModelError):
         run(gemini(closed_port_url()).request(simple()))
+
+
+def test_final_turn_sets_function_calling_mode_none(wire_server: WireServer) -> None:
+    wire_server.reply(TEXT_ANSWER)
+    request = conversation()
+    request.allow_tools = False
+    run(gemini(wire_server.url).request(request))
+    assert wire_server.last.body["toolConfig"] == {"functionCallingConfig": {"mode": "NONE"}}
+
+
+def test_thought_signatures_round_trip_on_function_calls(wire_server: WireServer) -> None:
+    """Gemini 3 rejects a follow-up turn whose function call lost its thoughtSignature."""
+    wire_server.reply(
+        generated(
+            [
+                {
+                    "functionCall": {"name": "get_weather", "args": {"city": "Paris"}},
+                    "thoughtSignature": "sig-abc",
+                }
+            ]
+        )
+    )
+    model = gemini(wire_server.url)
+    first = run(model.request(simple("Weather?")))
+    assert first.tool_calls[0].provider_data == {"thoughtSignature": "sig-abc"}
+    from runtime.messages import AssistantMessage, ToolResultMessage, UserMessage
+
+    wire_server.reply(TEXT_ANSWER)
+    follow_up = simple("Weather?")
+    follow_up.messages = [
+        UserMessage(content="Weather?"),
+        AssistantMessage(tool_calls=first.tool_calls),
+        ToolResultMessage(
+            tool_call_id=first.tool_calls[0].id, tool_name="get_weather", content="18C"
+        ),
+    ]
+    run(model.request(follow_up))
+    sent = wire_server.last.body["contents"][1]["parts"][0]
+    assert sent == {
+        "functionCall": {"name": "get_weather", "args": {"city": "Paris"}},
+        "thoughtSignature": "sig-abc",
+    }

@@ -342,3 +342,14 @@ def test_connection_refused_is_transient() -> None:
     with pytest.raises(TransientModelError) as caught:
         run(openai(closed_port_url()).request(simple()))
     assert KEY not in str(caught.value)
+
+
+def test_final_turn_keeps_tool_definitions_but_sets_tool_choice_none(
+    wire_server: WireServer,
+) -> None:
+    wire_server.reply(TEXT_ANSWER)
+    request = conversation()
+    request.allow_tools = False
+    run(openai(wire_server.url).request(request))
+    assert wire_server.last.body["tool_choice"] == "none"
+    assert len(wire_server.last.body["tools"]) == len(request.tools)
