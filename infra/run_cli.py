@@ -57,6 +57,12 @@ class Progress:
             return f"  ? {d['question']}"
         if event.type == "clarification_answered":
             return "  ↳ answered"
+        if event.type == "approval_requested":
+            calls = ", ".join(c["tool_name"] for c in d["calls"])
+            return f"  ⏸ waiting for approval: {calls}"
+        if event.type == "approval_decided":
+            verdict = "timed out" if d["timed_out"] else "approved" if d["approved"] else "rejected"
+            return f"  ↳ {verdict}" + (f" ({d['reason']})" if d.get("reason") else "")
         if event.type == "run_completed":
             tokens = f"{d['tokens_input']} in / {d['tokens_output']} out tokens"
             return f"✓ succeeded in {d['turns_used']} turns · {tokens}"
@@ -74,6 +80,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--reply", action="append", default=[], help="answer a clarification question (repeatable)"
     )
+    decision = parser.add_mutually_exclusive_group()
+    decision.add_argument(
+        "--approve", action="store_true", help="approve every tool call that needs approval"
+    )
+    decision.add_argument("--deny", action="store_true", help="reject them (the model is told)")
+    parser.add_argument("--reason", help="the reason given with --approve/--deny")
     parser.add_argument(
         "--aws", action="store_true", help="use real AWS (AGENTFN_TABLE, AGENTFN_BUCKET)"
     )
@@ -109,20 +121,30 @@ def _drive(engine: Any, args: argparse.Namespace, text: str) -> int:
     try:
         while True:
             head = asyncio.run(engine.advance(head.run_id))
-            if head.status != "awaiting_input" or head.clarification is None:
+            if head.status == "awaiting_input" and head.clarification is not None:
+                answer = _answer(head.clarification.question, replies)
+                if answer is None:
+                    _print_result(engine.result(head.run_id), args.json)
+                    print(
+                        f"The agent asks: {head.clarification.question}\n"
+                        'Answer it by running the same command with --reply "…" '
+                        "(or run it in a terminal to be asked).",
+                        file=sys.stderr,
+                    )
+                    return EXIT_NEEDS_REPLY
+                head = engine.reply(head.run_id, answer)
+            elif head.status == "awaiting_approval":
+                if not _decide(engine, head, args):
+                    _print_result(engine.result(head.run_id), args.json)
+                    calls = ", ".join(p.tool_name for p in head.pending_approval)
+                    print(
+                        f"Waiting for approval of: {calls}. Run the same command with "
+                        "--approve or --deny [--reason …] (or in a terminal to be asked).",
+                        file=sys.stderr,
+                    )
+                    return EXIT_NEEDS_REPLY
+            else:
                 break
-            answer = _answer(head.clarification.question, replies)
-            if answer is None:
-                result = engine.result(head.run_id)
-                _print_result(result, args.json)
-                print(
-                    f"The agent asks: {head.clarification.question}\n"
-                    'Answer it by running the same command with --reply "…" '
-                    "(or run it in a terminal to be asked).",
-                    file=sys.stderr,
-                )
-                return EXIT_NEEDS_REPLY
-            head = engine.reply(head.run_id, answer)
     except KeyboardInterrupt:
         engine.cancel(head.run_id, "interrupted")
         raise
@@ -139,6 +161,26 @@ def _drive(engine: Any, args: argparse.Namespace, text: str) -> int:
             file=sys.stderr,
         )
     return EXIT_FAILED
+
+
+def _decide(engine: Any, head: Any, args: argparse.Namespace) -> bool:
+    """Decide every pending call from the flags or, on a terminal, by asking. False: no one
+    can decide here."""
+    if args.approve or args.deny:
+        engine.decide(head.run_id, approved=bool(args.approve), reason=args.reason)
+        return True
+    if not sys.stdin.isatty():
+        return False
+    for pending in head.pending_approval:
+        inputs = json.dumps(pending.inputs, ensure_ascii=False)
+        try:
+            answer = input(f"Approve {pending.tool_name} {inputs}? [y/N] ").strip().lower()
+        except EOFError:
+            return False
+        engine.decide(
+            head.run_id, approved=answer in {"y", "yes"}, tool_call_id=pending.tool_call_id
+        )
+    return True
 
 
 def _answer(question: str, replies: list[str]) -> str | None:

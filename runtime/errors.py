@@ -14,7 +14,8 @@
     ├── StateConflict             a conditional write lost (someone else advanced the run)
     │   └── RunLeased             another worker holds the run's lease; retry later
     ├── RunNotFound               no run with that id
-    └── WrongState                the run is not in a state that allows this (API: 409)
+    ├── WrongState                the run is not in a state that allows this (API: 409)
+    └── InvalidRequest            a caller's request names something wrong (API: 400/404)
 
 Class names are stable: Step Functions `Retry`/`Catch` match on them (`ErrorEquals`).
 """
@@ -102,3 +103,12 @@ class WrongState(AgentfnError):
     def __init__(self, message: str, *, status: str):
         super().__init__(message)
         self.status = status
+
+
+class InvalidRequest(AgentfnError):
+    error_code = "INVALID_REQUEST"
+
+    def __init__(self, message: str, *, field: str | None = None, not_found: bool = False):
+        super().__init__(message)
+        self.field = field
+        self.not_found = not_found

@@ -101,7 +101,10 @@ def run_demo(extra: list[str]) -> int:
     steps = [
         [agentfn, "validate"],
         [agentfn, "build", "--check"],
+        # Tools, then a structured (JSON) answer validated against the agent's output_schema.
         [agentfn, "run", "support", "My order ORD-1001 arrived damaged. What can you do?", *extra],
+        # A clarification: the agent asks which order; --reply answers without a prompt.
+        [agentfn, "run", "triage", "Where is my order?", "--reply", "ORD-1002", *extra],
     ]
     for step in steps:
         _say("$ agentfn " + " ".join(step[1:]))

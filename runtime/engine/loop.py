@@ -24,10 +24,10 @@ from runtime.engine import output as out
 from runtime.engine.commits import RunCursor
 from runtime.engine.compat import agent_hash
 from runtime.engine.history import session_history
+from runtime.engine.interventions import Interventions
 from runtime.engine.prompt import FINAL_TURN_NOTE, render_system_prompt
 from runtime.engine.result import build_result
 from runtime.engine.state import answer_text, pending_calls, recent_call_signatures
-from runtime.engine.tool_phase import ToolPhase
 from runtime.errors import (
     DoomLoop,
     MaxTurnsExceeded,
@@ -35,16 +35,14 @@ from runtime.errors import (
     RunError,
     SpecChanged,
     StateConflict,
-    WrongState,
 )
 from runtime.events import EventListener, EventType, preview
-from runtime.messages import AssistantMessage, Message, ToolCall, ToolResultMessage, UserMessage
+from runtime.messages import AssistantMessage, Message, ToolCall, UserMessage
 from runtime.models.base import Model, ModelRequest, ToolSpec
 from runtime.models.retry import request_with_fallbacks
 from runtime.spec import AgentfnSpec
 from runtime.store.base import TERMINAL, RunHead, RunStore
 from runtime.tools.base import Tool
-from runtime.tools.builtins import CLARIFY
 from runtime.tools.toolset import build_toolset
 
 MAX_CONTINUATIONS = 3
@@ -54,7 +52,7 @@ BUDGET_MARGIN = 5.0  # seconds kept in hand before the time budget ends
 RESULT_INLINE_BYTES = 16 * 1024
 
 
-class Engine(ToolPhase):
+class Engine(Interventions):
     """Advances runs of one spec against one store. Cheap to create; reuse it when warm."""
 
     def __init__(
@@ -129,46 +127,6 @@ class Engine(ToolPhase):
         except StateConflict:
             return self.store.load_head(run_id)  # someone else changed the run: back off
         return run.head
-
-    def reply(self, run_id: str, text: str) -> RunHead:
-        """Answer a clarification: the reply becomes that tool call's result."""
-        head = self.store.load_head(run_id)
-        if head.status != "awaiting_input" or head.clarification is None:
-            raise WrongState(
-                f"run {run_id} is {head.status}, not awaiting_input", status=head.status
-            )
-        clarification = head.clarification
-        messages = self.store.load_messages(head)
-        turn = next(
-            (m.turn for m in reversed(messages) if isinstance(m, AssistantMessage)), head.turn
-        )
-        result = ToolResultMessage(
-            tool_call_id=clarification.tool_call_id,
-            tool_name=CLARIFY,
-            content=text,
-            inputs={"question": clarification.question},
-            output=text,
-            turn=turn,
-        )
-        events: list[tuple[EventType, dict[str, Any]]] = [
-            ("clarification_answered", {"tool_call_id": clarification.tool_call_id})
-        ]
-        head = head.model_copy(update={"status": "running", "clarification": None})
-        return self._commit(head, [result], events)
-
-    def cancel(self, run_id: str, reason: str = "cancelled by request") -> RunHead:
-        head = self.store.load_head(run_id)
-        if head.status in TERMINAL:
-            raise WrongState(f"run {run_id} is already {head.status}", status=head.status)
-        head = head.model_copy(
-            update={"status": "cancelled", "error_code": "CANCELLED", "error_message": reason}
-        )
-        return self._commit(
-            head,
-            [],
-            [("run_failed", {"error_code": "CANCELLED", "error_message": reason})],
-            release=True,
-        )
 
     def result(self, run_id: str) -> dict[str, Any]:
         head = self.store.load_head(run_id)

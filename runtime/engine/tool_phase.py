@@ -11,12 +11,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from runtime.engine.approval import apply_decision, rule_for, timeout_for
 from runtime.engine.commits import Persistence, RunCursor
 from runtime.engine.toolrun import error_result, execute
 from runtime.events import EventType, preview
 from runtime.messages import AssistantMessage, ToolCall, ToolResultMessage
 from runtime.spec import AgentfnSpec
-from runtime.store.base import Clarification
+from runtime.store.base import Clarification, PendingApproval
 from runtime.tools.base import Tool, ToolContext
 from runtime.tools.builtins import CLARIFY
 
@@ -34,33 +35,61 @@ class ToolPhase(Persistence):
     def _tools(self, agent: str) -> dict[str, Tool]:
         raise NotImplementedError
 
+    def _gated(self, run: RunCursor, call: ToolCall) -> bool:
+        tool = self._tools(run.head.agent).get(call.name)
+        if tool is None or call.arguments is None:
+            return False  # answered with an error without running: nothing to approve
+        return rule_for(self.spec, run.head.agent, tool, call.name) is not None
+
+    def _batchable(self, run: RunCursor, call: ToolCall) -> bool:
+        tool = self._tools(run.head.agent).get(call.name)
+        return (
+            tool is not None
+            and tool.effect == "read_only"
+            and call.arguments is not None
+            and call.name != CLARIFY
+            and not self._gated(run, call)
+        )
+
     async def _run_tools(self, run: RunCursor, pending: list[ToolCall]) -> None:
         tools = self._tools(run.head.agent)
         index = 0
         while index < len(pending):
             call = pending[index]
+            last = index + 1 == len(pending)
             if call.name == CLARIFY and call.arguments is not None:
                 self._pause_for_clarification(run, call)
                 return
-            tool = tools.get(call.name)
-            if tool is not None and tool.effect == "read_only" and call.arguments is not None:
+            if self._batchable(run, call):
                 batch = [call]
-                while index + len(batch) < len(pending):
-                    nxt = pending[index + len(batch)]
-                    candidate = tools.get(nxt.name)
-                    if nxt.name == CLARIFY or candidate is None or candidate.effect != "read_only":
-                        break
-                    batch.append(nxt)
+                while index + len(batch) < len(pending) and self._batchable(
+                    run, pending[index + len(batch)]
+                ):
+                    batch.append(pending[index + len(batch)])
                 results = await asyncio.gather(*(self._execute(run, c) for c in batch))
                 for done in results:
                     self._record_result(run, done, last=index + 1 == len(pending))
                     index += 1
                 continue
-            if tool is not None and tool.effect == "at_most_once" and call.arguments is not None:
+            if self._gated(run, call):
+                decision = run.head.decisions.get(call.id)
+                if decision is None:
+                    self._pause_for_approval(run, pending[index:])
+                    return
+                approved, replacement = apply_decision(call, decision, self._turn(run))
+                if replacement is not None:
+                    self._record_result(run, replacement, last=last)
+                    index += 1
+                    continue
+                assert approved is not None
+                call = approved
+            tool = tools.get(call.name)
+            once = tool is not None and tool.effect == "at_most_once" and call.arguments is not None
+            if once:
                 if call.id in run.head.started_calls:
                     result = error_result(call, self._turn(run), OUTCOME_UNKNOWN)
                     result = result.model_copy(update={"outcome_unknown": True})
-                    self._record_result(run, result, last=index + 1 == len(pending))
+                    self._record_result(run, result, last=last)
                     index += 1
                     continue
                 started = [*run.head.started_calls, call.id]
@@ -70,13 +99,33 @@ class ToolPhase(Persistence):
                     [("tool_call", self._call_event(run, call))],
                 )
             result = await self._execute(run, call)
-            self._record_result(
-                run,
-                result,
-                last=index + 1 == len(pending),
-                announced=tool is not None and tool.effect == "at_most_once",
-            )
+            self._record_result(run, result, last=last, announced=once)
             index += 1
+
+    def _pause_for_approval(self, run: RunCursor, remaining: list[ToolCall]) -> None:
+        """Pause with every undecided gated call of this step pending together."""
+        now = self.clock.now()
+        tools = self._tools(run.head.agent)
+        pending: list[PendingApproval] = []
+        for call in remaining:
+            if call.id in run.head.decisions or not self._gated(run, call):
+                continue
+            rule = rule_for(self.spec, run.head.agent, tools.get(call.name), call.name)
+            assert rule is not None
+            pending.append(
+                PendingApproval(
+                    tool_call_id=call.id,
+                    tool_name=call.name,
+                    inputs=call.arguments,
+                    expires_at=now + timeout_for(self.spec, rule),
+                    decisions=list(rule.decisions),
+                )
+            )
+        head = run.head.model_copy(
+            update={"status": "awaiting_approval", "pending_approval": pending}
+        )
+        data = {"calls": [p.model_dump(mode="json") for p in pending]}
+        run.head = self._commit(head, [], [("approval_requested", data)], release=True)
 
     def _turn(self, run: RunCursor) -> int:
         return next(
@@ -133,9 +182,10 @@ class ToolPhase(Persistence):
         if last:
             events.append(("step_completed", {"turn": result.turn}))
         started = [c for c in run.head.started_calls if c != result.tool_call_id]
-        run.head = self._commit(
-            run.head.model_copy(update={"started_calls": started}), [result], events
-        )
+        # A decision is only needed until its call's result is recorded: keep the head small.
+        decisions = {k: v for k, v in run.head.decisions.items() if k != result.tool_call_id}
+        update = {"started_calls": started, "decisions": decisions}
+        run.head = self._commit(run.head.model_copy(update=update), [result], events)
         run.messages.append(result)
 
     def _pause_for_clarification(self, run: RunCursor, call: ToolCall) -> None:

@@ -33,7 +33,9 @@ SCRIPT = [
     {"text": "not json yet", "usage": USAGE},
     {"text": '{"order": "ORD-9"}', "usage": USAGE},
 ]
-SPEC = make_spec(SCRIPT, tools=["echo", "charge"], output_schema=SCHEMA)
+SPEC = make_spec(
+    SCRIPT, tools=["echo", "charge"], output_schema=SCHEMA, approval=[{"tools": ["charge"]}]
+)
 
 
 class SimulatedCrash(BaseException):
@@ -81,6 +83,8 @@ def _drive(engine: Engine, clock: FakeClock, run_id: str | None) -> str:
                 clock.advance(engine.lease_seconds + 1)  # the dead worker's lease expires
         elif head.status == "awaiting_input":
             engine.reply(run_id, "ORD-9")
+        elif head.status == "awaiting_approval":
+            engine.decide(run_id, approved=True)
         else:
             return run_id
     raise AssertionError("run did not finish")
@@ -116,7 +120,7 @@ def _baseline() -> tuple[dict[str, Any], int, Counter[str], list[int], int]:
 BASELINE, COMMITS, TOOL_RUNS, MODEL_CALLS, ITEMS = _baseline()
 
 
-def test_baseline_covers_tools_a_pause_a_correction_and_success() -> None:
+def test_baseline_covers_tools_an_approval_a_question_a_correction_and_success() -> None:
     assert BASELINE["status"] == "succeeded" and BASELINE["result"] == {"order": "ORD-9"}
     assert [c["tool_name"] for c in BASELINE["tool_calls"]] == ["echo", "charge", "agent_clarify"]
     assert TOOL_RUNS == {"echo": 1, "charge": 1}

@@ -1,0 +1,70 @@
+"""Approval rules: which tool calls wait for a person, and what a decision does to them.
+
+A rule matches a tool by its reference (`refund`, `builtin:http_request`,
+`mcp:orders/delete_item`; globs allowed) or, with `destructive: true`, by the tool's
+destructive hint. Decisions are recorded on the run head before anything runs, so a
+decision is never lost and never applied twice.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from typing import Any
+
+from runtime.engine.toolrun import error_result
+from runtime.messages import ToolCall, ToolResultMessage
+from runtime.spec import AgentfnSpec, ApprovalRule
+from runtime.store.base import ApprovalDecision
+from runtime.tools.base import Tool
+
+
+def tool_reference(spec: AgentfnSpec, name: str) -> str:
+    if name in spec.tools:
+        return name
+    if name.startswith("mcp__"):
+        server, _, tool = name.removeprefix("mcp__").partition("__")
+        return f"mcp:{server}/{tool}"
+    return f"builtin:{name}"
+
+
+def rule_for(spec: AgentfnSpec, agent: str, tool: Tool | None, name: str) -> ApprovalRule | None:
+    """The first approval rule of the agent that gates this tool, if any."""
+    reference = tool_reference(spec, name)
+    for rule in spec.agents[agent].approval:
+        if any(fnmatch.fnmatchcase(reference, pattern) for pattern in rule.tools):
+            return rule
+        if rule.destructive and tool is not None and tool.destructive:
+            return rule
+    return None
+
+
+def timeout_for(spec: AgentfnSpec, rule: ApprovalRule) -> float:
+    return rule.timeout or spec.defaults.approval_timeout
+
+
+def apply_decision(
+    call: ToolCall, decision: ApprovalDecision, turn: int
+) -> tuple[ToolCall | None, ToolResultMessage | None]:
+    """(the call to run, or None) and (the result to record instead, or None)."""
+    if decision.timed_out:
+        return None, error_result(
+            call, turn, "APPROVAL_TIMEOUT: no one approved this call in time; it was not run"
+        )
+    if not decision.approved:
+        why = f": {decision.reason}" if decision.reason else ""
+        return None, error_result(
+            call, turn, f"the approver rejected this call{why}; it was not run"
+        )
+    if decision.edited_inputs is not None:
+        return call.model_copy(update={"arguments": decision.edited_inputs}), None
+    return call, None
+
+
+def decision_event(call_id: str, decision: ApprovalDecision) -> dict[str, Any]:
+    return {
+        "tool_call_id": call_id,
+        "approved": decision.approved,
+        "reason": decision.reason,
+        "edited": decision.edited_inputs is not None,
+        "timed_out": decision.timed_out,
+    }
