@@ -52,7 +52,7 @@ class Persistence:
         events: list[tuple[EventType, dict[str, Any]]] = [
             ("run_failed", {"error_code": error.error_code, "error_message": str(error)})
         ]
-        return self._commit(head.model_copy(update=update), [], events, release=True)
+        return self._commit(head, [], events, update=update, release=True)
 
     def _commit(
         self,
@@ -60,9 +60,11 @@ class Persistence:
         messages: list[Message],
         events: list[tuple[EventType, dict[str, Any]]],
         *,
+        update: dict[str, Any] | None = None,
         create: bool = False,
         release: bool = False,
     ) -> RunHead:
+        """Commit `head` changed by `update` (one copy), with new messages and events."""
         now = self.clock.now()
         numbered = [(head.msg_seq + i, m) for i, m in enumerate(messages)]
         built = [
@@ -72,6 +74,7 @@ class Persistence:
         lease_owner = None if release or create else self.owner
         new_head = head.model_copy(
             update={
+                **(update or {}),
                 "version": head.version + 1,
                 "updated_at": now,
                 "msg_seq": head.msg_seq + len(messages),

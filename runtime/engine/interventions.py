@@ -139,4 +139,4 @@ class Interventions(ToolPhase):
         update: dict[str, Any] = {"decisions": decisions, "pending_approval": remaining}
         if not remaining:
             update["status"] = "running"
-        return self._commit(head.model_copy(update=update), [], events)
+        return self._commit(head, [], events, update=update)

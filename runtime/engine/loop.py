@@ -27,7 +27,7 @@ from runtime.engine.history import session_history
 from runtime.engine.interventions import Interventions
 from runtime.engine.prompt import FINAL_TURN_NOTE, render_system_prompt
 from runtime.engine.result import build_result
-from runtime.engine.state import answer_text, pending_calls, recent_call_signatures
+from runtime.engine.state import answer_text, pending_calls, recent_calls, same_call
 from runtime.errors import (
     DoomLoop,
     MaxTurnsExceeded,
@@ -74,6 +74,8 @@ class Engine(Interventions):
         self._models = models
         self._model_cache: dict[str, Model] = {}
         self._toolsets: dict[str, dict[str, Tool]] = {}
+        self._specs: dict[str, list[ToolSpec]] = {}
+        self._rules: dict[tuple[str, str], bool] = {}
 
     # ---- public operations -------------------------------------------------------------
 
@@ -170,9 +172,18 @@ class Engine(Interventions):
         return build_model(name, self.spec.models[name], SecretResolver(self.spec))
 
     def _tools(self, agent: str) -> dict[str, Tool]:
-        if agent not in self._toolsets:
-            self._toolsets[agent] = build_toolset(self.spec, agent)
-        return self._toolsets[agent]
+        tools = self._toolsets.get(agent)
+        if tools is None:
+            tools = self._toolsets[agent] = build_toolset(self.spec, agent)
+        return tools
+
+    def _tool_specs(self, agent: str) -> list[ToolSpec]:
+        specs = self._specs.get(agent)
+        if specs is None:
+            tools = self._tools(agent).values()
+            specs = [ToolSpec(t.name, t.description, t.input_schema) for t in tools]
+            self._specs[agent] = specs
+        return specs
 
     async def _call_model(self, run: RunCursor) -> None:
         head = run.head
@@ -184,8 +195,7 @@ class Engine(Interventions):
             raise MaxTurnsExceeded(f"reached max_turns ({max_turns}) without a final answer")
         turn = head.turn if follow_up else head.turn + 1
         final_turn = turn >= max_turns
-        tools = self._tools(head.agent)
-        specs = [ToolSpec(t.name, t.description, t.input_schema) for t in tools.values()]
+        specs = self._tool_specs(head.agent)
         system = render_system_prompt(
             head.agent, config, head.run_id, head.session_id, self.clock.now()
         )
@@ -241,22 +251,23 @@ class Engine(Interventions):
                 failure = self._doom_check(run.messages, answer.tool_calls)
         else:
             failure = self._conclude(run, answer, update, new, events)
-        head = head.model_copy(update=update)
         if failure is not None:
-            run.head = self._commit(head, new, events)
+            run.head = self._commit(head, new, events, update=update)
             raise failure
-        run.head = self._commit(head, new, events, release=head.status != "running")
+        finished = update.get("status", "running") != "running"
+        run.head = self._commit(head, new, events, update=update, release=finished)
         run.messages.extend(new)
 
     def _doom_check(self, messages: list[Message], calls: list[ToolCall]) -> RunError | None:
-        earlier = recent_call_signatures(messages, DOOM_REPEATS - 1)
-        signatures = earlier + [(c.name, c.arguments_json()) for c in calls]
-        for end in range(len(signatures) - len(calls), len(signatures)):
-            window = signatures[max(0, end - DOOM_REPEATS + 1) : end + 1]
-            if len(window) == DOOM_REPEATS and len(set(window)) == 1:
-                name = window[0][0]
+        sequence = recent_calls(messages, DOOM_REPEATS - 1) + calls
+        for end in range(len(sequence) - len(calls), len(sequence)):
+            if end + 1 < DOOM_REPEATS:
+                continue
+            window = sequence[end - DOOM_REPEATS + 1 : end + 1]
+            if all(same_call(window[0], other) for other in window[1:]):
                 return DoomLoop(
-                    f"the model called {name} with the same arguments {DOOM_REPEATS} times in a row"
+                    f"the model called {window[0].name} with the same arguments "
+                    f"{DOOM_REPEATS} times in a row"
                 )
         return None
 

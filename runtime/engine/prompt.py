@@ -11,9 +11,24 @@ FINAL_TURN_NOTE = (
 )
 
 
+_CACHE: dict[tuple[str, str, str, int], str] = {}
+
+
 def render_system_prompt(
     agent: str, config: AgentConfig, run_id: str, session_id: str, now: float
 ) -> str:
+    """The prompt with its variables filled in. The finest variable is a second, so one
+    rendering serves every model call of a run within the same second."""
+    key = (config.system_prompt, run_id, session_id, int(now))
+    text = _CACHE.get(key)
+    if text is None:
+        if len(_CACHE) > 256:
+            _CACHE.clear()
+        text = _CACHE[key] = _render(agent, config, run_id, session_id, now)
+    return text
+
+
+def _render(agent: str, config: AgentConfig, run_id: str, session_id: str, now: float) -> str:
     moment = datetime.fromtimestamp(now, UTC)
     values = {
         "date": moment.date().isoformat(),

@@ -36,19 +36,24 @@ def answer_text(messages: list[Message]) -> str:
     return "".join(reversed(parts))
 
 
-def recent_call_signatures(messages: list[Message], count: int) -> list[tuple[str, str]]:
-    """(tool name, canonical arguments) of the last `count` requested calls, oldest first.
+def recent_calls(messages: list[Message], count: int) -> list[ToolCall]:
+    """The last `count` requested tool calls, oldest first.
 
     Walks backwards and stops early: the cost does not grow with the conversation.
     """
-    found: list[tuple[str, str]] = []
+    found: list[ToolCall] = []
     for message in reversed(messages):
         if isinstance(message, AssistantMessage):
             for call in reversed(message.tool_calls):
-                found.append((call.name, call.arguments_json()))
+                found.append(call)
                 if len(found) >= count:
                     return found[::-1]
     return found[::-1]
+
+
+def same_call(a: ToolCall, b: ToolCall) -> bool:
+    """Same tool, same arguments (dict equality ignores key order; raw text when unparsed)."""
+    return a.name == b.name and a.arguments == b.arguments and a.raw_arguments == b.raw_arguments
 
 
 def result_for(messages: list[Message], call_id: str) -> ToolResultMessage | None:

@@ -31,15 +31,24 @@ class ToolPhase(Persistence):
     """The tool side of Engine (split out to keep modules small)."""
 
     spec: AgentfnSpec
+    _rules: dict[tuple[str, str], bool]
 
     def _tools(self, agent: str) -> dict[str, Tool]:
         raise NotImplementedError
 
     def _gated(self, run: RunCursor, call: ToolCall) -> bool:
-        tool = self._tools(run.head.agent).get(call.name)
-        if tool is None or call.arguments is None:
+        if call.arguments is None:
             return False  # answered with an error without running: nothing to approve
-        return rule_for(self.spec, run.head.agent, tool, call.name) is not None
+        key = (run.head.agent, call.name)
+        gated = self._rules.get(key)
+        if gated is None:
+            tool = self._tools(run.head.agent).get(call.name)
+            gated = (
+                tool is not None
+                and rule_for(self.spec, run.head.agent, tool, call.name) is not None
+            )
+            self._rules[key] = gated
+        return gated
 
     def _batchable(self, run: RunCursor, call: ToolCall) -> bool:
         tool = self._tools(run.head.agent).get(call.name)
@@ -66,7 +75,10 @@ class ToolPhase(Persistence):
                     run, pending[index + len(batch)]
                 ):
                     batch.append(pending[index + len(batch)])
-                results = await asyncio.gather(*(self._execute(run, c) for c in batch))
+                if len(batch) == 1:
+                    results = [await self._execute(run, batch[0])]
+                else:
+                    results = list(await asyncio.gather(*(self._execute(run, c) for c in batch)))
                 for done in results:
                     self._record_result(run, done, last=index + 1 == len(pending))
                     index += 1
@@ -94,9 +106,10 @@ class ToolPhase(Persistence):
                     continue
                 started = [*run.head.started_calls, call.id]
                 run.head = self._commit(
-                    run.head.model_copy(update={"started_calls": started}),
+                    run.head,
                     [],
                     [("tool_call", self._call_event(run, call))],
+                    update={"started_calls": started},
                 )
             result = await self._execute(run, call)
             self._record_result(run, result, last=last, announced=once)
@@ -162,9 +175,9 @@ class ToolPhase(Persistence):
         last: bool,
         announced: bool = False,
     ) -> None:
-        call = ToolCall(id=result.tool_call_id, name=result.tool_name, arguments=result.inputs)
         events: list[tuple[EventType, dict[str, Any]]] = []
         if not announced:
+            call = ToolCall(id=result.tool_call_id, name=result.tool_name, arguments=result.inputs)
             events.append(("tool_call", self._call_event(run, call)))
         events.append(
             (
@@ -181,11 +194,17 @@ class ToolPhase(Persistence):
         )
         if last:
             events.append(("step_completed", {"turn": result.turn}))
-        started = [c for c in run.head.started_calls if c != result.tool_call_id]
-        # A decision is only needed until its call's result is recorded: keep the head small.
-        decisions = {k: v for k, v in run.head.decisions.items() if k != result.tool_call_id}
-        update = {"started_calls": started, "decisions": decisions}
-        run.head = self._commit(run.head.model_copy(update=update), [result], events)
+        update: dict[str, Any] = {}
+        if result.tool_call_id in run.head.started_calls:
+            update["started_calls"] = [
+                c for c in run.head.started_calls if c != result.tool_call_id
+            ]
+        if result.tool_call_id in run.head.decisions:
+            # A decision is only needed until its call's result is recorded: keep the head small.
+            update["decisions"] = {
+                k: v for k, v in run.head.decisions.items() if k != result.tool_call_id
+            }
+        run.head = self._commit(run.head, [result], events, update=update)
         run.messages.append(result)
 
     def _pause_for_clarification(self, run: RunCursor, call: ToolCall) -> None:

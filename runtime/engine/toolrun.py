@@ -77,7 +77,8 @@ async def execute(
     limit = tool.timeout or timeout
     started = time.perf_counter()
     try:
-        output = await asyncio.wait_for(tool.call(call.arguments, ctx), timeout=limit)
+        async with asyncio.timeout(limit):  # no extra task per call, unlike wait_for
+            output = await tool.call(call.arguments, ctx)
     except TimeoutError:
         elapsed = int((time.perf_counter() - started) * 1000)
         return error_result(call, turn, f"{call.name} timed out after {limit:g}s", elapsed)
@@ -90,6 +91,7 @@ async def execute(
     elapsed = int((time.perf_counter() - started) * 1000)
 
     content = render_output(output)
+    size = len(content.encode())
     cap = tool.max_chars or max_chars
     full_ref: str | None = None
     if len(content) > cap:
@@ -100,9 +102,7 @@ async def execute(
             + f"\n[output truncated: {cap} of {len(content)} characters shown; the full output "
             f"is kept as {full_ref}]"
         )
-    inline = (
-        output if len(render_output(output).encode()) <= INLINE_OUTPUT_BYTES else content[:2000]
-    )
+    inline = output if size <= INLINE_OUTPUT_BYTES else content[:2000]
     return ToolResultMessage(
         tool_call_id=call.id,
         tool_name=call.name,

@@ -39,7 +39,8 @@ async def request_with_fallbacks(
     for model, settings in chain:
         for attempt in range(settings.max_attempts):
             try:
-                return model, await model.request(replace(request, attempt=attempt))
+                attempt_request = request if attempt == 0 else replace(request, attempt=attempt)
+                return model, await model.request(attempt_request)
             except TransientModelError as exc:
                 last = exc
                 if attempt + 1 >= settings.max_attempts:

@@ -23,21 +23,23 @@ class ScriptedModelClient:
         self.model_id = config.model_id
         self._script = config.script
         self.requests: list[ModelRequest] = []  # what the loop asked, for tests and benchmarks
+        # Precomputed once: answer c is _answers[c], preceded by the errors in _errors[c].
+        self._answers: list[ScriptEntry] = []
+        self._errors: list[list[ScriptEntry]] = [[]]
+        for entry in config.script:
+            if entry.error is not None:
+                self._errors[-1].append(entry)
+            else:
+                self._answers.append(entry)
+                self._errors.append([])
 
     def _entry_for(self, call_number: int, attempt: int) -> ScriptEntry | None:
-        answers_seen = 0
-        errors_before: list[ScriptEntry] = []
-        for entry in self._script:
-            if entry.error is not None:
-                errors_before.append(entry)
-                continue
-            if answers_seen == call_number:
-                return errors_before[attempt] if attempt < len(errors_before) else entry
-            answers_seen += 1
-            errors_before = []
-        if attempt < len(errors_before):
-            return errors_before[attempt]
-        return None
+        if call_number >= len(self._errors):
+            return None
+        errors = self._errors[call_number]
+        if attempt < len(errors):
+            return errors[attempt]
+        return self._answers[call_number] if call_number < len(self._answers) else None
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         self.requests.append(request)

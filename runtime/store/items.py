@@ -16,7 +16,7 @@ import json
 from typing import Any
 
 from runtime.events import Event
-from runtime.messages import Message, message_from_dict, message_to_dict
+from runtime.messages import Message, message_from_dict
 from runtime.store.base import TERMINAL, BlobStore, Commit, RunHead
 
 BODY_LIMIT = 8 * 1024
@@ -65,7 +65,7 @@ def marker_item(head: RunHead) -> Item:
 
 def message_item(head: RunHead, seq: int, message: Message, blobs: BlobStore) -> Item:
     pk, sk = message_key(head, seq)
-    doc = json.dumps(message_to_dict(message), separators=(",", ":"))
+    doc = message.model_dump_json(exclude_none=True)  # pydantic's serializer: fast
     item: Item = {"pk": pk, "sk": sk, "expires_at": head.expires_at}
     if len(doc.encode()) > BODY_LIMIT:
         ref = f"bodies/{head.run_id}/M{seq:06d}.json"

@@ -60,7 +60,7 @@ class MemoryStore:
             for item in [head_item, *new, *upserts]:
                 self.items[(item["pk"], item["sk"])] = item
                 self.stats.items_written += 1
-                self.stats.bytes_written += sum(len(str(v)) for v in item.values())
+                self.stats.bytes_written += len(item.get("doc", "")) + len(item["sk"])
             self.stats.commits += 1
 
     def load_head(self, run_id: str) -> RunHead:
