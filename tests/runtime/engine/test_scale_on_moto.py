@@ -47,6 +47,12 @@ def test_a_200_turn_run_with_a_1_mb_tool_output_keeps_every_item_small() -> None
         items = _all_items(clients)
         largest = max(_item_size(i) for i in items)
         assert largest < 100 * 1024, largest
+        offloaded = [i for i in items if "doc_ref" in i]
+        assert offloaded, "the 50,000-character tool message must live in S3"
+        for item in offloaded:  # the item keeps a pointer and a short preview, not the body
+            assert len(item["preview"]["S"]) <= 1024 and "doc" not in item
+            key = item["doc_ref"]["S"]
+            assert clients.s3.get_object(Bucket=clients.bucket, Key=key)["ContentLength"] > 8 * 1024
         head_item = next(i for i in items if i["sk"]["S"] == "HEAD")
         assert _item_size(head_item) < 8 * 1024  # the head does not grow with the run
         # The 1 MB output is whole in S3, capped in context.
