@@ -27,6 +27,7 @@ class AwsClients:
     s3: Any
     table: str
     bucket: str
+    lambda_: Any = None
 
     def store(self) -> DynamoStore:
         return DynamoStore(self.dynamodb, self.table, S3Blobs(self.s3, self.bucket))
@@ -64,13 +65,20 @@ def embedded_aws() -> Iterator[AwsClients]:
     }
     os.environ.update({"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"})
     os.environ.pop("AWS_SESSION_TOKEN", None)
+    from infra.local_lambda import dispatching
+
+    config: Any = {
+        "lambda": {"use_docker": False},
+        "stepfunctions": {"execute_state_machine": True},
+    }
     try:
-        with mock_aws():
+        with mock_aws(config=config), dispatching():
             clients = AwsClients(
                 boto3.client("dynamodb", region_name=LOCAL_REGION),
                 boto3.client("s3", region_name=LOCAL_REGION),
                 LOCAL_TABLE,
                 LOCAL_BUCKET,
+                boto3.client("lambda", region_name=LOCAL_REGION),
             )
             create_resources(clients)
             yield clients

@@ -24,7 +24,7 @@ RUNTIME_REQUIREMENTS = (
     "httpx>=0.27,<1",
     "fastjsonschema>=2.19",
 )
-MCP_REQUIREMENT = "mcp>=1.10"
+MCP_REQUIREMENT = "mcp>=2.0,<3"
 
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".DS_Store")
 

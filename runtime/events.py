@@ -18,6 +18,7 @@ EventType = Literal[
     "clarification_requested",
     "clarification_answered",
     "handoff",
+    "tools_unavailable",
     "step_completed",
     "run_completed",
     "run_failed",

@@ -101,6 +101,9 @@ class ToolResultMessage(_Msg):
     duration_ms: int = 0
     turn: int = 0
     full_output_ref: str | None = None  # where the uncapped output lives (S3 key)
+    full_size: int | None = None  # characters of the uncapped output
+    at: float = 0.0  # when the call finished (epoch seconds)
+    reused_from: str | None = None  # the earlier call whose cached output answered this one
     outcome_unknown: bool = False
 
 

@@ -17,6 +17,7 @@ A lease on the head keeps two workers from advancing one run at once.
 from __future__ import annotations
 
 import uuid
+from contextlib import AsyncExitStack
 from typing import Any
 
 from runtime.clock import Clock, SystemClock
@@ -64,6 +65,8 @@ class Engine(Interventions):
         models: Any = None,  # (agent run, model name) -> Model; default: runtime.models.factory
         listener: EventListener | None = None,
         lease_seconds: float = 120.0,
+        secrets: Any = None,  # (text) -> text with ${secret:…} resolved
+        lambda_client: Any = None,  # () -> boto3 Lambda client, for Lambda tools
     ):
         self.spec = spec
         self.store = store
@@ -75,6 +78,10 @@ class Engine(Interventions):
         self._model_cache: dict[str, Model] = {}
         self._toolsets: dict[str, dict[str, Tool]] = {}
         self._specs: dict[str, list[ToolSpec]] = {}
+        self._mcp: dict[str, dict[str, Tool]] = {}
+        self._secrets = secrets
+        self._lambda_client = lambda_client
+        self._lambda: Any = None
         self._rules: dict[tuple[str, str], bool] = {}
 
     # ---- public operations -------------------------------------------------------------
@@ -119,16 +126,42 @@ class Engine(Interventions):
             limit = self.spec.agents[head.agent].session.history_limit
             run.history = session_history(self.store.session_runs(head), limit)
         try:
-            while run.head.status == "running":
-                if deadline is not None and self.clock.monotonic() > deadline - BUDGET_MARGIN:
-                    run.head = self._commit(run.head, [], [], release=True)
-                    break
-                await self._step(run)
+            async with AsyncExitStack() as connections:  # MCP sessions close on every exit
+                await self._discover_mcp(run, connections)
+                while run.head.status == "running":
+                    if deadline is not None and self.clock.monotonic() > deadline - BUDGET_MARGIN:
+                        run.head = self._commit(run.head, [], [], release=True)
+                        break
+                    await self._step(run)
         except RunError as exc:
             run.head = self._fail(run.head, exc)
         except StateConflict:
             return self.store.load_head(run_id)  # someone else changed the run: back off
         return run.head
+
+    async def _discover_mcp(self, run: RunCursor, connections: AsyncExitStack) -> None:
+        """Open the agent's MCP servers for this advance and add their tools.
+
+        A server that cannot be reached does not fail the run: the run goes on without its
+        tools, and the failure is recorded once as an event and a warning in the result.
+        """
+        agent = run.head.agent
+        refs = [r for r in self.spec.agents[agent].tools if r.startswith("mcp:")]
+        if not refs:
+            return
+        from runtime.tools.mcp import McpToolset
+
+        toolset = McpToolset(self.spec.mcp_servers, refs, self.secrets(), self.clock.now)
+        await connections.enter_async_context(toolset)
+        tools, failures = await toolset.discover()
+        self._use_mcp_tools(agent, dict(tools))
+        new = [f for f in failures if f"mcp:{f.server}: " not in " ".join(run.head.warnings)]
+        if new:
+            warnings = [*run.head.warnings, *(f"mcp:{f.server}: {f.error}" for f in new)]
+            events: list[tuple[EventType, dict[str, Any]]] = [
+                ("tools_unavailable", {"server": f.server, "error": f.error}) for f in new
+            ]
+            run.head = self._commit(run.head, [], events, update={"warnings": warnings})
 
     def result(self, run_id: str) -> dict[str, Any]:
         head = self.store.load_head(run_id)
@@ -171,11 +204,42 @@ class Engine(Interventions):
 
         return build_model(name, self.spec.models[name], SecretResolver(self.spec))
 
+    def secrets(self) -> Any:
+        if self._secrets is None:
+            from runtime.secrets import SecretResolver
+
+            self._secrets = SecretResolver(self.spec)
+        return self._secrets
+
+    def _lambda_for_tools(self) -> Any:
+        if self._lambda is None:
+            if self._lambda_client is not None:
+                self._lambda = self._lambda_client()
+            else:
+                import boto3
+
+                self._lambda = boto3.client("lambda")
+        return self._lambda
+
     def _tools(self, agent: str) -> dict[str, Tool]:
+        """The agent's tools: built once per engine, plus this advance's MCP tools."""
         tools = self._toolsets.get(agent)
         if tools is None:
-            tools = self._toolsets[agent] = build_toolset(self.spec, agent)
+            base = build_toolset(
+                self.spec,
+                agent,
+                secrets=lambda text: self.secrets()(text),
+                lambda_client=self._lambda_for_tools,
+                listing=lambda: self._tools(agent),
+            )
+            tools = self._toolsets[agent] = {**base, **self._mcp.get(agent, {})}
         return tools
+
+    def _use_mcp_tools(self, agent: str, mcp_tools: dict[str, Tool]) -> None:
+        self._mcp[agent] = mcp_tools
+        self._toolsets.pop(agent, None)
+        self._specs.pop(agent, None)
+        self._rules.clear()
 
     def _tool_specs(self, agent: str) -> list[ToolSpec]:
         specs = self._specs.get(agent)

@@ -66,6 +66,8 @@ def build_result(head: RunHead, messages: list[Message], blobs: BlobStore) -> di
     out["model_used"] = head.model_used
     out["tokens_input"] = head.usage.input_tokens
     out["tokens_output"] = head.usage.output_tokens
+    if head.warnings:
+        out["warnings"] = list(head.warnings)
     if head.status == "awaiting_approval":
         out["pending_approval"] = [p.model_dump(mode="json") for p in head.pending_approval]
     if head.status == "awaiting_input" and head.clarification is not None:

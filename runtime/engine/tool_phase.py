@@ -13,7 +13,7 @@ from typing import Any
 
 from runtime.engine.approval import apply_decision, rule_for, timeout_for
 from runtime.engine.commits import Persistence, RunCursor
-from runtime.engine.toolrun import error_result, execute
+from runtime.engine.toolrun import error_result, execute, find_reusable, reuse_result
 from runtime.events import EventType, preview
 from runtime.messages import AssistantMessage, ToolCall, ToolResultMessage
 from runtime.spec import AgentfnSpec
@@ -154,18 +154,40 @@ class ToolPhase(Persistence):
             "inputs": preview(call.arguments_json()),
         }
 
+    def _session_outputs(self, run: RunCursor) -> list[ToolResultMessage]:
+        return [m for m in (*run.history, *run.messages) if isinstance(m, ToolResultMessage)]
+
     async def _execute(self, run: RunCursor, call: ToolCall) -> ToolResultMessage:
         config = self.spec.agents[run.head.agent]
-        ctx = ToolContext(run.head.run_id, run.head.session_id, run.head.agent, call.id)
-        return await execute(
-            self._tools(run.head.agent),
+        tools = self._tools(run.head.agent)
+        cap = config.tool_result_max_chars or self.spec.defaults.tool_result_max_chars
+        tool = tools.get(call.name)
+        if tool is not None and tool.reuse_cached and call.arguments is not None:
+            earlier = find_reusable(self._session_outputs(run), call)
+            if earlier is not None:
+                reused = reuse_result(tool, call, earlier, self.store.blobs, cap, self._turn(run))
+                if reused is not None:
+                    reused.at = self.clock.now()
+                    return reused
+        ctx = ToolContext(
+            run.head.run_id,
+            run.head.session_id,
+            run.head.agent,
+            call.id,
+            blobs=self.store.blobs,
+            session_outputs=lambda: self._session_outputs(run),
+        )
+        result = await execute(
+            tools,
             call,
             ctx,
             turn=self._turn(run),
             timeout=config.tool_timeout or self.spec.defaults.tool_timeout,
-            max_chars=config.tool_result_max_chars or self.spec.defaults.tool_result_max_chars,
+            max_chars=cap,
             blobs=self.store.blobs,
         )
+        result.at = self.clock.now()
+        return result
 
     def _record_result(
         self,

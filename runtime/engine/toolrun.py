@@ -15,7 +15,7 @@ from typing import Any
 from runtime.messages import ToolCall, ToolResultMessage
 from runtime.schema_check import SchemaViolation, check
 from runtime.store.base import BlobStore
-from runtime.tools.base import Tool, ToolContext, ToolError
+from runtime.tools.base import RichOutput, Tool, ToolContext, ToolError
 
 INLINE_OUTPUT_BYTES = 8 * 1024
 
@@ -90,27 +90,107 @@ async def execute(
         return error_result(call, turn, f"{type(exc).__name__}: {exc}", elapsed)
     elapsed = int((time.perf_counter() - started) * 1000)
 
-    content = render_output(output)
-    size = len(content.encode())
-    cap = tool.max_chars or max_chars
+    return shape_output(
+        tool,
+        call,
+        ctx,
+        output,
+        turn=turn,
+        cap=tool.max_chars or max_chars,
+        blobs=blobs,
+        duration_ms=elapsed,
+    )
+
+
+def shape_output(
+    tool: Tool,
+    call: ToolCall,
+    ctx: ToolContext,
+    output: Any,
+    *,
+    turn: int,
+    cap: int,
+    blobs: BlobStore,
+    duration_ms: int,
+) -> ToolResultMessage:
+    """What the model reads (capped text) and what the cache keeps (everything).
+
+    Outputs of MCP, HTTP and Lambda tools are always kept whole in the session's cache;
+    any other output is kept there when it is too long for the context. Over the cap, the
+    model gets a preview and the cache id to page through it with session_cache_get.
+    """
+    if isinstance(output, RichOutput):
+        text, full, failed = output.text, output.full, output.is_error
+    else:
+        text, full, failed = render_output(output), output, False
+    body = text if full is None or isinstance(full, str) else render_output(full)
+    size = len(text)
     full_ref: str | None = None
-    if len(content) > cap:
+    if tool.cache_outputs or size > cap:
         full_ref = cache_key(ctx)
-        blobs.put(full_ref, content.encode(), "text/plain; charset=utf-8")
+        blobs.put(full_ref, body.encode(), "text/plain; charset=utf-8")
+    content = text
+    if size > cap:
         content = (
-            content[:cap]
-            + f"\n[output truncated: {cap} of {len(content)} characters shown; the full output "
-            f"is kept as {full_ref}]"
+            text[:cap] + f"\n[output truncated: {cap} of {size} characters shown. The full "
+            f"output is cached as id {call.id!r}: read more with session_cache_get]"
         )
-    inline = output if size <= INLINE_OUTPUT_BYTES else content[:2000]
+    small = len(body.encode()) <= INLINE_OUTPUT_BYTES
+    inline = (full if full is not None else text) if small else content[:2000]
+    return ToolResultMessage(
+        tool_call_id=call.id,
+        tool_name=call.name,
+        content=content,
+        success=not failed,
+        inputs=call.arguments,
+        output=inline,
+        duration_ms=duration_ms,
+        turn=turn,
+        full_output_ref=full_ref,
+        full_size=len(body) if full_ref else None,
+    )
+
+
+def find_reusable(outputs: list[ToolResultMessage], call: ToolCall) -> ToolResultMessage | None:
+    """The latest successful, cached result of the same tool with the same arguments."""
+    for earlier in reversed(outputs):
+        if (
+            earlier.tool_name == call.name
+            and earlier.success
+            and earlier.full_output_ref
+            and earlier.inputs == call.arguments
+            and earlier.reused_from is None
+        ):
+            return earlier
+    return None
+
+
+def reuse_result(
+    tool: Tool,
+    call: ToolCall,
+    earlier: ToolResultMessage,
+    blobs: BlobStore,
+    cap: int,
+    turn: int,
+) -> ToolResultMessage | None:
+    """Answer from the cache; None when the cached output is gone (then call for real)."""
+    assert earlier.full_output_ref is not None
+    try:
+        body = blobs.get(earlier.full_output_ref).decode("utf-8", errors="replace")
+    except KeyError:
+        return None
+    limit = tool.max_chars or cap
+    note = f"\n[answered from the session cache: output of call {earlier.tool_call_id!r}]"
+    content = body[:limit] + note
     return ToolResultMessage(
         tool_call_id=call.id,
         tool_name=call.name,
         content=content,
         success=True,
         inputs=call.arguments,
-        output=inline,
-        duration_ms=elapsed,
+        output=earlier.output,
         turn=turn,
-        full_output_ref=full_ref,
+        full_output_ref=earlier.full_output_ref,
+        full_size=earlier.full_size,
+        reused_from=earlier.tool_call_id,
     )

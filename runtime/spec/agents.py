@@ -87,6 +87,11 @@ class AgentConfig(SpecModel):
     )
     approval: list[ApprovalRule] = Field(default_factory=list)
     session: SessionSettings = Field(default_factory=SessionSettings)
+    storage_prefix: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9_.\-/{}]+/$",
+        description="S3 prefix for builtin:storage_read/write (default storage/{agent}/).",
+    )
     input_timeout: Duration | None = Field(
         None, description="How long a clarification waits; overrides defaults.input_timeout."
     )

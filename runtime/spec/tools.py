@@ -35,6 +35,13 @@ class _ToolBase(SpecModel):
     max_chars: int | None = Field(
         None, ge=100, description="Characters of output put in context; the rest is cached."
     )
+    cache_reuse: bool = Field(
+        False,
+        description=(
+            "read_only tools: answer a call identical to an earlier successful one of the "
+            "same session from the tool-output cache instead of calling again."
+        ),
+    )
 
 
 class HttpTool(_ToolBase):
@@ -90,6 +97,9 @@ class _McpBase(SpecModel):
     cache_ttl: Duration = Field(300.0, description="How long a warm container reuses tools/list.")
     effect: Effect = Field(
         "at_most_once", description="Effect of tools without a readOnlyHint annotation."
+    )
+    cache_reuse: bool = Field(
+        False, description="Answer identical calls of read-only tools from the session cache."
     )
 
 

@@ -85,6 +85,7 @@ class RunHead(BaseModel):
     result: Any = None  # the final result when small; else in the blob store at result_ref
     result_ref: str | None = None
     parent_run_id: str | None = None
+    warnings: list[str] = Field(default_factory=list)  # e.g. an MCP server was unreachable
 
 
 @dataclass
@@ -110,6 +111,10 @@ class BlobStore(Protocol):
     def put(self, key: str, body: bytes, content_type: str = "application/json") -> None: ...
 
     def get(self, key: str) -> bytes: ...
+
+    def list(self, prefix: str, limit: int = 100) -> list[tuple[str, int]]:
+        """(key, size) of objects under `prefix`, in key order."""
+        ...
 
 
 class RunStore(Protocol):

@@ -35,8 +35,15 @@ class S3Blobs:
         self._s3.put_object(Bucket=self._bucket, Key=key, Body=body, ContentType=content_type)
 
     def get(self, key: str) -> bytes:
-        body: bytes = self._s3.get_object(Bucket=self._bucket, Key=key)["Body"].read()
+        try:
+            body: bytes = self._s3.get_object(Bucket=self._bucket, Key=key)["Body"].read()
+        except self._s3.exceptions.NoSuchKey:
+            raise KeyError(f"no object {key!r}") from None
         return body
+
+    def list(self, prefix: str, limit: int = 100) -> list[tuple[str, int]]:
+        answer = self._s3.list_objects_v2(Bucket=self._bucket, Prefix=prefix, MaxKeys=limit)
+        return [(o["Key"], int(o["Size"])) for o in answer.get("Contents", [])]
 
 
 class DynamoStore:

@@ -26,7 +26,14 @@ class MemoryBlobs:
         self.objects[key] = body
 
     def get(self, key: str) -> bytes:
-        return self.objects[key]
+        try:
+            return self.objects[key]
+        except KeyError:
+            raise KeyError(f"no object {key!r}") from None
+
+    def list(self, prefix: str, limit: int = 100) -> list[tuple[str, int]]:
+        keys = sorted(k for k in self.objects if k.startswith(prefix))[:limit]
+        return [(k, len(self.objects[k])) for k in keys]
 
 
 @dataclass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -13,13 +14,33 @@ class ToolError(Exception):
 
 
 @dataclass
+class RichOutput:
+    """An output with two faces: `text` for the model (capped by the loop) and `full`, the
+    complete content (any JSON-able value) kept in the tool-output cache.
+
+    `is_error` reports a failure the tool itself described (MCP `isError`, an HTTP 4xx/5xx
+    body): the call did not crash, but the model must see success=false.
+    """
+
+    text: str
+    full: Any = None
+    is_error: bool = False
+
+
+@dataclass
 class ToolContext:
-    """What a tool may know about the call. `call_id` doubles as the idempotency key."""
+    """What a tool may know about the call. `call_id` doubles as the idempotency key.
+
+    `blobs` and `session_outputs` serve the built-ins that read the tool-output cache and
+    the storage prefix; ordinary tools ignore them.
+    """
 
     run_id: str
     session_id: str
     agent: str
     call_id: str
+    blobs: Any = None  # runtime.store.base.BlobStore
+    session_outputs: Callable[[], list[Any]] | None = None  # cached ToolResultMessages
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -31,9 +52,14 @@ class Tool(Protocol):
     timeout: float | None  # None: the agent's tool_timeout
     max_chars: int | None  # None: the agent's tool_result_max_chars
     destructive: bool
+    #: Keep every output whole in the session's tool-output cache (MCP, HTTP, Lambda tools).
+    cache_outputs: bool
+    #: Answer an identical earlier call of this session from the cache (read-only tools).
+    reuse_cached: bool
 
     async def call(self, arguments: dict[str, Any], ctx: ToolContext) -> Any:
-        """Return the output (any JSON-able value); raise ToolError (or anything) on failure."""
+        """Return the output (any JSON-able value, or a RichOutput); raise ToolError (or
+        anything) on failure."""
         ...
 
 
@@ -49,6 +75,8 @@ class FunctionTool:
     timeout: float | None = None
     max_chars: int | None = None
     destructive: bool = False
+    cache_outputs: bool = False
+    reuse_cached: bool = False
 
     async def call(self, arguments: dict[str, Any], ctx: ToolContext) -> Any:
         return await self.func(arguments, ctx)

@@ -1,36 +1,89 @@
-"""Resolve an agent's tool references into the Tool objects its runs use."""
+"""Resolve an agent's tool references into the Tool objects its runs use.
+
+MCP tools are not built here: they are discovered at the start of each advance (inside the
+run's own event loop) by runtime.tools.mcp and merged in by the engine.
+"""
 
 from __future__ import annotations
 
-from runtime.errors import NotImplementedYet
+from collections.abc import Callable
+from typing import Any
+
 from runtime.spec import AgentfnSpec
-from runtime.spec.tools import PythonTool
+from runtime.spec.tools import HttpTool, LambdaTool, PythonTool
 from runtime.tools.base import Tool
 from runtime.tools.builtins import clarify_tool, list_tools_tool, time_date_tool
-from runtime.tools.python_tool import python_tool
+
+CACHE_TOOLS = ("session_cache_list", "session_cache_get")
 
 
-def build_toolset(spec: AgentfnSpec, agent: str) -> dict[str, Tool]:
-    """Name → Tool for everything the agent may call; `agent_clarify` is always included."""
+def storage_prefix(spec: AgentfnSpec, agent: str) -> str:
+    template = spec.agents[agent].storage_prefix or "storage/{agent}/"
+    return template.replace("{agent}", agent)
+
+
+def build_toolset(
+    spec: AgentfnSpec,
+    agent: str,
+    *,
+    secrets: Callable[[str], str],
+    lambda_client: Callable[[], Any],
+    listing: Callable[[], dict[str, Tool]],
+) -> dict[str, Tool]:
+    """Name → Tool for everything the agent may call except MCP tools.
+
+    `agent_clarify` is always offered. The session cache tools are offered automatically when
+    the agent keeps session history and has tools of its own (their outputs are what the
+    cache holds), or when listed explicitly.
+    """
+    config = spec.agents[agent]
     tools: dict[str, Tool] = {}
-    for ref in spec.agents[agent].tools:
+    wanted_cache = False
+    for ref in config.tools:
+        if ref.startswith("mcp:"):
+            continue
         if ref.startswith("builtin:"):
             name = ref.removeprefix("builtin:")
             if name == "get_time_date":
                 tools[name] = time_date_tool()
             elif name == "list_tools_available":
-                tools[name] = list_tools_tool(lambda: tools)
-            elif name != "agent_clarify":
-                raise NotImplementedYet(f"built-in tool {name!r} is not available in this version")
-        elif ref.startswith("mcp:"):
-            raise NotImplementedYet(f"MCP tools ({ref}) are not available in this version")
-        else:
-            config = spec.tools[ref]
-            if isinstance(config, PythonTool):
-                tools[ref] = python_tool(ref, config, spec.tools_package)
-            else:
-                raise NotImplementedYet(
-                    f"{config.type} tools ({ref}) are not available in this version"
-                )
+                tools[name] = list_tools_tool(listing)
+            elif name == "http_request":
+                from runtime.tools.http_tool import http_request_tool
+
+                tools[name] = http_request_tool()
+            elif name in {"storage_read", "storage_write"}:
+                from runtime.tools.storage_tools import storage_tools
+
+                for tool in storage_tools(storage_prefix(spec, agent)):
+                    if tool.name == name:
+                        tools[name] = tool
+            elif name in CACHE_TOOLS:
+                wanted_cache = True
+            continue
+        tool_config = spec.tools[ref]
+        if isinstance(tool_config, PythonTool):
+            from runtime.tools.python_tool import python_tool
+
+            tools[ref] = python_tool(ref, tool_config, spec.tools_package)
+        elif isinstance(tool_config, HttpTool):
+            from runtime.tools.http_tool import http_tool
+
+            tools[ref] = http_tool(ref, tool_config, secrets)
+        elif isinstance(tool_config, LambdaTool):
+            from runtime.tools.lambda_tool import lambda_tool
+
+            tools[ref] = lambda_tool(ref, tool_config, lambda_client)
+        # Reuse from the cache only for read-only tools, and only when the spec asks for it;
+        # such a tool's outputs are then always kept whole, so there is something to reuse.
+        if tool_config.cache_reuse and tool_config.effect == "read_only":
+            tools[ref].reuse_cached = True
+            tools[ref].cache_outputs = True
+    own_tools = any(not r.startswith("builtin:") for r in config.tools)
+    if wanted_cache or (config.session.enabled and own_tools):
+        from runtime.tools.cache_tools import session_cache_tools
+
+        for tool in session_cache_tools():
+            tools[tool.name] = tool
     tools["agent_clarify"] = clarify_tool()
     return tools

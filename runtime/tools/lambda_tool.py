@@ -1,0 +1,61 @@
+"""`type: lambda` tools: a synchronous Lambda invoke with an idempotency key.
+
+The function receives `{tool, arguments, idempotency_key, run_id}` and its return value is
+the output. A function error (an unhandled exception in it) becomes a tool error the model
+can read; the template grants `lambda:InvokeFunction` on exactly these functions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+
+from runtime.spec.tools import LambdaTool
+from runtime.tools.base import FunctionTool, RichOutput, ToolContext, ToolError
+
+
+def lambda_tool(name: str, config: LambdaTool, client: Callable[[], Any]) -> FunctionTool:
+    """`client` returns a boto3 Lambda client (created on first use, reused after)."""
+
+    def invoke(arguments: dict[str, Any], ctx: ToolContext) -> Any:
+        payload = {
+            "tool": name,
+            "arguments": arguments,
+            "idempotency_key": ctx.call_id,
+            "run_id": ctx.run_id,
+        }
+        try:
+            answer = client().invoke(
+                FunctionName=config.function_arn,
+                InvocationType="RequestResponse",
+                Payload=json.dumps(payload).encode(),
+            )
+        except Exception as exc:  # botocore errors: throttling, missing function, access
+            raise ToolError(f"could not invoke {name}: {type(exc).__name__}: {exc}") from None
+        body = answer["Payload"].read().decode("utf-8", errors="replace")
+        try:
+            result: Any = json.loads(body) if body else None
+        except json.JSONDecodeError:
+            result = body
+        if answer.get("FunctionError"):
+            detail = result if isinstance(result, dict) else {"errorMessage": str(result)}
+            message = f"{detail.get('errorType', 'Error')}: {detail.get('errorMessage', '')}"
+            return RichOutput(text=f"the function failed: {message}", full=result, is_error=True)
+        return result
+
+    async def call(arguments: dict[str, Any], ctx: ToolContext) -> Any:
+        return await asyncio.to_thread(invoke, arguments, ctx)  # boto3 blocks
+
+    return FunctionTool(
+        name=name,
+        description=config.description,
+        input_schema=config.input_schema or {"type": "object"},
+        func=call,
+        effect=config.effect,
+        timeout=config.timeout,
+        max_chars=config.max_chars,
+        cache_outputs=True,
+        reuse_cached=config.cache_reuse and config.effect == "read_only",
+    )
