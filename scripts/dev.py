@@ -105,6 +105,8 @@ def run_demo(extra: list[str]) -> int:
         [agentfn, "run", "support", "My order ORD-1001 arrived damaged. What can you do?", *extra],
         # A clarification: the agent asks which order; --reply answers without a prompt.
         [agentfn, "run", "triage", "Where is my order?", "--reply", "ORD-1002", *extra],
+        # A real MCP server shipped in the repo (tools/mcp_servers), started over stdio.
+        [agentfn, "run", "shipping", "Where is my parcel for ORD-1002?", *extra],
     ]
     for step in steps:
         _say("$ agentfn " + " ".join(step[1:]))

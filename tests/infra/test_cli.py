@@ -13,7 +13,7 @@ from tests.helpers import FULL_SPEC, ROOT, run_agentfn
 def test_validate_accepts_the_demo_spec() -> None:
     result = run_agentfn("validate")
     assert result.returncode == 0, result.stderr
-    assert "agents.yaml: valid — 4 agents" in result.stdout
+    assert "agents.yaml: valid — 5 agents" in result.stdout
 
 
 def test_validate_reports_every_problem_with_file_line_and_path(tmp_path: Path) -> None:
@@ -127,3 +127,18 @@ def test_run_names_an_unknown_agent_as_a_usage_error() -> None:
 def test_usage_errors_exit_2() -> None:
     assert run_agentfn().returncode == 2
     assert run_agentfn("frobnicate").returncode == 2
+
+
+def test_the_mcp_sdk_is_packaged_only_for_specs_that_use_mcp(full_spec) -> None:  # type: ignore[no-untyped-def]
+    from infra.package import requirements
+    from runtime.spec import AgentfnSpec
+
+    assert any(r.startswith("mcp") for r in requirements(full_spec))
+    data = full_spec.to_compiled()
+    data["mcp_servers"] = {}
+    for agent in data["agents"].values():
+        agent["tools"] = [t for t in agent["tools"] if not t.startswith("mcp:")]
+        agent["approval"] = [
+            r for r in agent["approval"] if not any(p.startswith("mcp:") for p in r["tools"])
+        ]
+    assert not any(r.startswith("mcp") for r in requirements(AgentfnSpec.model_validate(data)))

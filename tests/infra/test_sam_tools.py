@@ -96,11 +96,8 @@ def test_sam_build_succeeds_and_packages_only_what_runs(name: str, tmp_path: Pat
     assert (api / "agentfn.spec.json").exists()
     assert (api / "tools").is_dir()
     assert (api / "pydantic").is_dir() and (api / "aws_lambda_powertools").is_dir()
-    absent = ["infra", "tests", "moto", "yaml", "cfnlint", "samcli"]
-    if name == "demo":  # no MCP server: neither the mcp SDK nor what only it needs
-        absent += ["mcp", "jsonschema", "starlette"]
-    else:
-        assert (api / "mcp").is_dir()
+    absent = ["infra", "tests", "moto", "cfnlint", "samcli"]
+    assert (api / "mcp").is_dir()  # both specs use an MCP server
     for module in absent:
         assert not (api / module).exists(), module
     functions = [p.name for p in built.iterdir() if p.is_dir()]

@@ -306,7 +306,14 @@ def test_builtin_time_and_tool_listing() -> None:
     calls = engine.result(run(engine).run_id)["tool_calls"]
     assert calls[0]["success"] and calls[0]["output"]["timezone"] == "Europe/Paris"
     names = [t["name"] for t in calls[1]["output"]]
-    assert names == ["echo", "get_time_date", "list_tools_available", "session_cache_list", "session_cache_get", "agent_clarify"]
+    assert names == [
+        "echo",
+        "get_time_date",
+        "list_tools_available",
+        "session_cache_list",
+        "session_cache_get",
+        "agent_clarify",
+    ]
 
 
 def test_python_tool_schema_comes_from_type_hints_when_not_given() -> None:
