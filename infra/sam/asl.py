@@ -33,6 +33,14 @@ _LAMBDA_TRANSIENT = [
 
 RETRY = [
     {
+        # Another worker holds the run's lease (a crashed invocation's lease runs out).
+        "ErrorEquals": ["RunLeased"],
+        "IntervalSeconds": 5,
+        "MaxAttempts": 40,
+        "BackoffRate": 1.2,
+        "MaxDelaySeconds": 30,
+    },
+    {
         "ErrorEquals": _LAMBDA_TRANSIENT,
         "IntervalSeconds": 1,
         "MaxAttempts": 6,
@@ -82,7 +90,7 @@ def _wait(kind: str, timeout: int, on_timeout: str) -> dict[str, Any]:
         },
         "TimeoutSeconds": timeout,
         "ResultPath": None,
-        "Retry": RETRY[:1],
+        "Retry": RETRY[1:2],
         "Catch": [
             {"ErrorEquals": ["States.Timeout"], "ResultPath": None, "Next": on_timeout},
             *CATCH_ALL,
@@ -157,7 +165,7 @@ def definition(spec: AgentfnSpec, agent: str) -> dict[str, Any]:
             "FunctionName": FUNCTION,
             "Payload": {"action": "fail", "run_id.$": "$.run_id", "error.$": "$.error"},
         },
-        "Retry": RETRY[:1],
+        "Retry": RETRY[1:2],
         "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.mark_error", "Next": "Failed"}],
         "ResultPath": None,
         "Next": "Failed",

@@ -272,9 +272,18 @@ def _agent_function(spec: AgentfnSpec, agent: str) -> dict[str, Any]:
     if concurrency is not None:
         props["ReservedConcurrentExecutions"] = concurrency
     policies: list[Any] = list(_shared_policies(spec))
-    statements = iam.agent_statements(spec, agent)
-    if statements:
-        policies.append({"Statement": statements})
+    statements = [
+        {
+            # The wait task resumes its own execution when a decision beat its task token.
+            # SendTaskSuccess accepts no resource-level scoping (IAM allows only "*").
+            "Sid": "ResumeOwnWait",
+            "Effect": "Allow",
+            "Action": "states:SendTaskSuccess",
+            "Resource": "*",
+        },
+        *iam.agent_statements(spec, agent),
+    ]
+    policies.append({"Statement": statements})
     props["Policies"] = policies
     return {"Type": "AWS::Serverless::Function", "Properties": props}
 

@@ -44,8 +44,8 @@ class Interventions(ToolPhase):
         events: list[tuple[EventType, dict[str, Any]]] = [
             ("clarification_answered", {"tool_call_id": clarification.tool_call_id})
         ]
-        head = head.model_copy(update={"status": "running", "clarification": None})
-        return self._commit(head, [result], events)
+        update = {"status": "running", "clarification": None}
+        return self._commit(head, [result], events, update=update)
 
     def cancel(self, run_id: str, reason: str = "cancelled by request") -> RunHead:
         head = self.store.load_head(run_id)
@@ -140,3 +140,32 @@ class Interventions(ToolPhase):
         if not remaining:
             update["status"] = "running"
         return self._commit(head, [], events, update=update)
+
+    def expire_input(self, run_id: str) -> RunHead:
+        """The clarification wait timed out: the question is answered with an error result,
+        so the model knows no one replied, and the run carries on."""
+        head = self.store.load_head(run_id)
+        if head.status != "awaiting_input" or head.clarification is None:
+            raise WrongState(
+                f"run {run_id} is {head.status}, not awaiting_input", status=head.status
+            )
+        question = head.clarification
+        result = ToolResultMessage(
+            tool_call_id=question.tool_call_id,
+            tool_name=CLARIFY,
+            content="Error: INPUT_TIMEOUT: no one answered the question in time.",
+            success=False,
+            inputs={"question": question.question},
+            output={"error": "INPUT_TIMEOUT"},
+            turn=head.turn,
+        )
+        events: list[tuple[EventType, dict[str, Any]]] = [
+            ("clarification_answered", {"tool_call_id": question.tool_call_id, "timed_out": True})
+        ]
+        update = {"status": "running", "clarification": None}
+        return self._commit(head, [result], events, update=update)
+
+    def store_task_token(self, run_id: str, token: str) -> RunHead:
+        """Keep the waiting execution's task token on the head, where decisions find it."""
+        head = self.store.load_head(run_id)
+        return self._commit(head, [], [], update={"task_token": token})

@@ -49,7 +49,6 @@ from runtime.tools.toolset import build_toolset
 MAX_CONTINUATIONS = 3
 MAX_CORRECTIONS = 2
 DOOM_REPEATS = 3
-BUDGET_MARGIN = 5.0  # seconds kept in hand before the time budget ends
 RESULT_INLINE_BYTES = 16 * 1024
 
 
@@ -113,7 +112,10 @@ class Engine(Interventions):
         return await self.advance(head.run_id)
 
     async def advance(self, run_id: str, budget_seconds: float | None = None) -> RunHead:
-        """Advance until the run finishes, pauses, or the time budget is spent."""
+        """Advance until the run finishes, pauses, or the time budget is spent.
+
+        The budget is checked between steps, so callers keep their own margin for the
+        longest step (the step task keeps STEP_MARGIN_SECONDS of its Lambda's time)."""
         deadline = None if budget_seconds is None else self.clock.monotonic() + budget_seconds
         head = self.store.load_head(run_id)
         if head.status != "running":
@@ -129,7 +131,7 @@ class Engine(Interventions):
             async with AsyncExitStack() as connections:  # MCP sessions close on every exit
                 await self._discover_mcp(run, connections)
                 while run.head.status == "running":
-                    if deadline is not None and self.clock.monotonic() > deadline - BUDGET_MARGIN:
+                    if deadline is not None and self.clock.monotonic() > deadline:
                         run.head = self._commit(run.head, [], [], release=True)
                         break
                     await self._step(run)

@@ -132,6 +132,7 @@ class ToolPhase(Persistence):
                     inputs=call.arguments,
                     expires_at=now + timeout_for(self.spec, rule),
                     decisions=list(rule.decisions),
+                    timeout_seconds=int(timeout_for(self.spec, rule)),
                 )
             )
         head = run.head.model_copy(

@@ -38,6 +38,7 @@ class PendingApproval(BaseModel):
     inputs: dict[str, Any] | None
     expires_at: float
     decisions: list[str]
+    timeout_seconds: int = 0  # the rule's timeout: picks the state machine's wait state
 
 
 class ApprovalDecision(BaseModel):
