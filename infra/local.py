@@ -8,6 +8,7 @@ deployed state share one layout. `--aws` swaps in real clients with the same cod
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -19,6 +20,34 @@ from runtime.store.dynamo import DynamoStore, S3Blobs
 LOCAL_TABLE = "agentfn-local"
 LOCAL_BUCKET = "agentfn-local-data"
 LOCAL_REGION = "us-east-1"
+
+
+_MOTO_LOCK = threading.RLock()
+
+
+class Serialized:
+    """A boto3 client whose calls take one process-wide lock.
+
+    moto's backends are not thread-safe (a DynamoDB transaction deep-copies the table while
+    another thread may be writing to it), and the embedded stack runs state machine
+    executions in threads. Real AWS needs no such lock; only the embedded one uses this.
+    """
+
+    def __init__(self, client: Any):
+        self._client = client
+        self.exceptions = client.exceptions
+        self.meta = client.meta
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._client, name)
+        if not callable(attribute):
+            return attribute
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with _MOTO_LOCK:
+                return attribute(*args, **kwargs)
+
+        return call
 
 
 @dataclass
@@ -74,8 +103,8 @@ def embedded_aws() -> Iterator[AwsClients]:
     try:
         with mock_aws(config=config), dispatching():
             clients = AwsClients(
-                boto3.client("dynamodb", region_name=LOCAL_REGION),
-                boto3.client("s3", region_name=LOCAL_REGION),
+                Serialized(boto3.client("dynamodb", region_name=LOCAL_REGION)),
+                Serialized(boto3.client("s3", region_name=LOCAL_REGION)),
                 LOCAL_TABLE,
                 LOCAL_BUCKET,
                 boto3.client("lambda", region_name=LOCAL_REGION),

@@ -127,6 +127,16 @@ class RunService:
                 self.sfn.stop_execution(executionArn=arn, error="RunCancelled", cause="cancelled")
             except Exception as exc:  # already finished, or never started: the run is cancelled
                 log.info("stop_execution: %s", type(exc).__name__)
+            if head.task_token:
+                # Release a task that waits for people. After a stop this is a no-op on AWS
+                # (the token is dead, the error is ignored); an emulator whose worker blocks
+                # on the token needs it to notice the stop.
+                try:
+                    self.sfn.send_task_failure(
+                        taskToken=head.task_token, error="RunCancelled", cause="cancelled"
+                    )
+                except Exception as exc:
+                    log.info("send_task_failure: %s", type(exc).__name__)
         self._notify(head)
         return self.engine.result(run_id)
 
