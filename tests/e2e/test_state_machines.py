@@ -9,7 +9,6 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,7 +29,7 @@ class RecordingEvents:
     def __init__(self) -> None:
         self.entries: list[dict[str, Any]] = []
 
-    def put_events(self, Entries: list[dict[str, Any]]) -> dict[str, Any]:  # noqa: N803
+    def put_events(self, Entries: list[dict[str, Any]]) -> dict[str, Any]:
         self.entries.extend(Entries)
         return {"FailedEntryCount": 0}
 
@@ -206,7 +205,7 @@ def test_a_step_that_crashes_mid_step_is_retried_and_nothing_is_duplicated() -> 
         engine = stack.service.engine
         crashing = CrashOnce(engine.store, at=4)  # after the first tool result is committed
         engine.store = crashing  # type: ignore[assignment]
-        code, body = stack.service.start(
+        _code, body = stack.service.start(
             "support", "My order ORD-1001 arrived damaged", wait_seconds=0
         )
         run_id = body["run_id"]
