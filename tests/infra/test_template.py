@@ -152,16 +152,17 @@ def test_agent_iam_is_scoped_to_what_the_agent_references(full_spec: AgentfnSpec
 
     # An agent with no Bedrock model, no Lambda tool and no secret gets none of those grants.
     local = resources[agent_function_id("local-helper")]
-    assert _statements(local) == []
+    assert [s["Sid"] for s in _statements(local)] == ["ResumeOwnWait"]
     researcher = resources[agent_function_id("researcher")]
-    assert [s["Sid"] for s in _statements(researcher)] == [
-        "ReadReferencedParameters"
-    ]  # gemini key via SSM
+    sids = [s["Sid"] for s in _statements(researcher)]
+    assert sids == ["ResumeOwnWait", "ReadReferencedParameters"]  # gemini key via SSM
     # Shared grants are scoped to this stack's table, bucket and event bus.
     policies = local["Properties"]["Policies"]
     assert {"DynamoDBCrudPolicy": {"TableName": {"Ref": "StateTable"}}} in policies
     assert {"S3CrudPolicy": {"BucketName": {"Ref": "DataBucket"}}} in policies
-    assert not any(s.get("Resource") == "*" for s in _statements(support))
+    # Only SendTaskSuccess, which IAM cannot scope to a resource, has a wildcard.
+    wildcard = [(s["Sid"], s["Action"]) for s in _statements(support) if s.get("Resource") == "*"]
+    assert wildcard == [("ResumeOwnWait", "states:SendTaskSuccess")]
 
 
 def test_api_function_has_every_route_and_scoped_orchestration_grants(
