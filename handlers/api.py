@@ -1,91 +1,399 @@
 """API Gateway (REST, proxy integration) entry point: the routes of runtime.routes.
 
-The routes exist and answer now; the run operations answer 501 NOT_IMPLEMENTED until the
-engine and orchestration land, so a deployed stack already behaves predictably.
+A Powertools `APIGatewayRestResolver(enable_validation=True)`: pydantic models validate each
+request and make the OpenAPI document (GET /openapi.json). Errors answer `{error_code,
+error_message, field?, status?}`: a caller's mistake is a 4xx naming the field, anything else
+a 500 with a generic message (the exception is logged, never returned). An Idempotency-Key on
+POST /agents/{agent}/runs makes a retry get the first answer instead of a second run
+(Powertools idempotency, records in the runs' table; 422 for a key reused with another
+request, 409 while the first one still runs). Importing this module loads the standard
+library only: Powertools and pydantic load when the resolver is built (first request, or at
+init when Lambda initialises ahead of traffic), boto3 and the engine when the RunService is.
 """
 
-from __future__ import annotations
-
+import json
+import os
 import re
+import sys
+import threading
+from collections.abc import Callable
 from typing import Any
-
-from aws_lambda_powertools import Logger
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 
 from runtime.routes import ROUTES
 
-logger = Logger(service="agentfn")
-app = APIGatewayRestResolver(enable_validation=True)
+MAX_WAIT_SECONDS = 25.0  # API Gateway gives up at 29 s
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+IDEMPOTENCY_PK = "IDEMPOTENCY"
+IDEMPOTENCY_TTL_SECONDS = 24 * 3600
+EDITED_INPUTS_LIMIT_BYTES = 64 * 1024  # decisions live in the run head (DynamoDB 400 KB)
+PREWARMED = {"provisioned-concurrency", "snap-start"}  # AWS_LAMBDA_INITIALIZATION_TYPE
+_HEADERS = {IDEMPOTENCY_HEADER.lower(): IDEMPOTENCY_HEADER}  # Powertools lowercases them
+
+Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+Answer = tuple[int, dict[str, Any]]
+
+_UNSET: Any = object()
+_service: Any = None
+_idempotency: Any = _UNSET  # a Powertools persistence layer; None: Idempotency-Key ignored
+_starter: Any = None  # (layer, config, idempotent start) for that layer
+_built: dict[str, Any] = {}  # "resolve", "app", then "openapi" once asked for
+_build_lock = threading.Lock()
 
 
-def _powertools_path(path: str) -> str:
-    return re.sub(r"\{(\w+)\}", r"<\1>", path)
+def configure(service: Any = None, *, idempotency: Any = _UNSET) -> None:
+    """Use this RunService, not one built from the environment (None: back to it), and this
+    Powertools persistence layer for Idempotency-Key records (None: the header is ignored;
+    left out: the service store's DynamoDB table and client, if it has them)."""
+    global _service, _idempotency, _starter
+    _service, _idempotency, _starter = service, idempotency, None
 
 
-def _not_implemented(route_name: str) -> Response[Any]:
-    return Response(
-        status_code=501,
-        content_type=content_types.APPLICATION_JSON,
-        body={
-            "error_code": "NOT_IMPLEMENTED",
-            "error_message": f"{route_name} is not implemented yet in this agentfn version.",
-        },
+def build_service_from_environment() -> Any:
+    from handlers.step import build_service_from_environment as build
+
+    return build()
+
+
+def idempotency_store(table: str | None = None, client: Any = None) -> Any:
+    """Records in the runs' table: pk "IDEMPOTENCY", sk "StartRun#<hash>", its TTL attribute."""
+    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+
+    return DynamoDBPersistenceLayer(
+        table_name=table or os.environ["AGENTFN_TABLE"],
+        key_attr="pk",
+        sort_key_attr="sk",
+        static_pk_value=IDEMPOTENCY_PK,
+        expiry_attr="expires_at",
+        boto3_client=client,
     )
 
 
-_BY_NAME = {route.name: route for route in ROUTES}
-
-
-def _route(name: str) -> Any:
-    """Register an endpoint under the method and path that runtime.routes gives `name`."""
-    route = _BY_NAME[name]
-    return app.route(rule=_powertools_path(route.path), method=route.method, summary=route.summary)
-
-
-@_route("StartRun")
-def start_run(agent: str) -> Response[Any]:
-    return _not_implemented("StartRun")
-
-
-@_route("ListAgents")
-def list_agents() -> Response[Any]:
-    return _not_implemented("ListAgents")
-
-
-@_route("GetRun")
-def get_run(run_id: str) -> Response[Any]:
-    return _not_implemented("GetRun")
-
-
-@_route("GetRunEvents")
-def get_run_events(run_id: str) -> Response[Any]:
-    return _not_implemented("GetRunEvents")
-
-
-@_route("Approve")
-def approve(run_id: str) -> Response[Any]:
-    return _not_implemented("Approve")
-
-
-@_route("Reply")
-def reply(run_id: str) -> Response[Any]:
-    return _not_implemented("Reply")
-
-
-@_route("Cancel")
-def cancel(run_id: str) -> Response[Any]:
-    return _not_implemented("Cancel")
-
-
-@_route("OpenApi")
-def openapi() -> Response[str]:
-    return Response(
-        status_code=200,
-        content_type=content_types.APPLICATION_JSON,
-        body=app.get_openapi_json_schema(title="agentfn", version="1"),
-    )
-
-
-@logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return app.resolve(event, context)
+    return _resolver()(event, context)
+
+
+def the_service() -> Any:
+    global _service
+    if _service is None:
+        _service = build_service_from_environment()
+    return _service
+
+
+def _idempotency_layer() -> Any:
+    global _idempotency
+    if _idempotency is _UNSET:
+        store = getattr(the_service().engine, "store", None)
+        table, client = getattr(store, "_table", None), getattr(store, "_ddb", None)
+        _idempotency = idempotency_store(table, client) if table and client else None
+    return _idempotency
+
+
+def _start(r: dict[str, Any]) -> Answer:
+    answer: Answer = the_service().start(r["agent"], r["input"], r["session_id"], r["wait_seconds"])
+    return answer
+
+
+def start_run(agent: str, body: dict[str, Any], key: str | None, caller: str, ctx: Any) -> Answer:
+    """service.start; with a key, once per (caller, key): a retry gets the first answer."""
+    layer = _idempotency_layer() if key is not None else None
+    if layer is None:
+        return _start({"agent": agent, **body})
+    config, start = _idempotent_start(layer)
+    if hasattr(ctx, "get_remaining_time_in_millis"):
+        config.register_lambda_context(ctx)  # an in-progress record expires with this call
+    return start(request={"key": [caller, key], "request": {"agent": agent, **body}})
+
+
+def _idempotent_start(layer: Any) -> tuple[Any, Callable[..., Answer]]:
+    """Powertools' idempotent_function around service.start, for this persistence layer.
+
+    The key is [caller, header value]; the request is the payload a retry must repeat. A
+    finished run's answer is stored as its run_id (its result may not fit an item) and read
+    again on replay: a finished run no longer changes."""
+    global _starter
+    if _starter is not None and _starter[0] is layer:
+        return _starter[1], _starter[2]
+    from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
+    from aws_lambda_powertools.utilities.idempotency.serialization.base import (
+        BaseIdempotencySerializer,
+    )
+
+    class FirstAnswer(BaseIdempotencySerializer):
+        def to_dict(self, data: Any) -> dict[str, Any]:
+            code, body = data
+            return {"code": code, "run_id": body["run_id"], "body": None if code == 200 else body}
+
+        def from_dict(self, data: dict[str, Any]) -> Any:
+            return int(data["code"]), data["body"] or the_service().get(data["run_id"])
+
+    def start_once(*, request: dict[str, Any]) -> Answer:
+        return _start(request["request"])
+
+    config = IdempotencyConfig(
+        event_key_jmespath="key",
+        payload_validation_jmespath="request",
+        expires_after_seconds=IDEMPOTENCY_TTL_SECONDS,
+    )
+    start = idempotent_function(
+        start_once,
+        data_keyword_argument="request",
+        persistence_store=layer,
+        config=config,
+        output_serializer=FirstAnswer(),
+        key_prefix="StartRun",
+    )
+    _starter = (layer, config, start)
+    return config, start
+
+
+def approve(run_id: str, body: dict[str, Any]) -> dict[str, Any]:
+    from runtime.errors import InvalidRequest
+
+    if len(json.dumps(body.get("edited_inputs"))) > EDITED_INPUTS_LIMIT_BYTES:
+        message = f"edited_inputs must be at most {EDITED_INPUTS_LIMIT_BYTES} bytes as JSON"
+        raise InvalidRequest(message, field="edited_inputs")
+    result: dict[str, Any] = the_service().approve(run_id, **body)
+    return result
+
+
+def caller_of(event: Any) -> str:
+    """Who signed the request (the API uses IAM auth): Idempotency-Keys are per caller."""
+    identity = (event.get("requestContext") or {}).get("identity") or {}
+    return str(identity.get("userArn") or identity.get("caller") or identity.get("accountId") or "")
+
+
+def error_answer(exc: Exception, request_id: str = "", binary: bool = False) -> Answer:
+    """(HTTP status, error body) for an exception raised while answering a request (`binary`:
+    the request's body came base64-encoded, so it may not be text)."""
+    from aws_lambda_powertools.event_handler.exceptions import NotFoundError, ServiceError
+    from aws_lambda_powertools.event_handler.openapi.exceptions import (
+        RequestUnsupportedContentType,
+        RequestValidationError,
+    )
+
+    from runtime.errors import InvalidRequest, RunNotFound, StateConflict, WrongState
+
+    def answer(code: int, error: str, message: str, **extra: Any) -> tuple[int, dict[str, Any]]:
+        body = {"error_code": error, "error_message": message}
+        return code, body | {k: v for k, v in extra.items() if v}
+
+    if isinstance(exc, RequestUnsupportedContentType):
+        return answer(415, "UNSUPPORTED_MEDIA_TYPE", "send the body as application/json")
+    if isinstance(exc, RequestValidationError):
+        field, message = validation_error(exc.errors())
+        return answer(400, "INVALID_REQUEST", message, field=field)
+    if isinstance(exc, UnicodeDecodeError) and binary:
+        return answer(400, "INVALID_REQUEST", "body: not UTF-8 text", field="body")
+    if isinstance(exc, NotFoundError):
+        return answer(404, "NOT_FOUND", "no such route")
+    if isinstance(exc, ServiceError) and exc.status_code < 500:
+        return answer(exc.status_code, "INVALID_REQUEST", str(exc.msg))
+    # Only raised once start_run has loaded them: no import (and boto3) for every error.
+    idempotency = sys.modules.get("aws_lambda_powertools.utilities.idempotency.exceptions")
+    if idempotency and isinstance(exc, idempotency.IdempotencyValidationError):
+        message = f"this {IDEMPOTENCY_HEADER} was used for a different request"
+        return answer(422, "IDEMPOTENCY_KEY_REUSED", message, field=IDEMPOTENCY_HEADER)
+    if idempotency and isinstance(exc, idempotency.IdempotencyAlreadyInProgressError):
+        message = f"a request with this {IDEMPOTENCY_HEADER} is still running; retry"
+        return answer(409, "IDEMPOTENCY_KEY_IN_USE", message, field=IDEMPOTENCY_HEADER)
+    if isinstance(exc, RunNotFound):
+        return answer(404, exc.error_code, str(exc), field="run_id")
+    if isinstance(exc, InvalidRequest):
+        if exc.not_found:
+            return answer(404, "NOT_FOUND", str(exc), field=exc.field)
+        return answer(400, exc.error_code, str(exc), field=exc.field)
+    if isinstance(exc, WrongState):
+        return answer(409, exc.error_code, str(exc), status=exc.status)
+    if isinstance(exc, StateConflict):
+        return answer(409, exc.error_code, "the run changed during this request; retry")
+    return answer(500, "INTERNAL", f"internal error (request {request_id or 'unknown'})")
+
+
+def validation_error(errors: Any) -> tuple[str, str]:
+    """(field, message) for the first failing part: the field as the request spells it."""
+    first = errors[0] if errors else {}
+    if first.get("type") == "json_invalid":
+        return "body", f"body: not valid JSON ({(first.get('ctx') or {}).get('error')})"
+    loc = [str(part) for part in first.get("loc", ("body",))]
+    field = ".".join(loc[1:]) or loc[0]
+    field = _HEADERS.get(field, field)
+    return field, f"{field}: {first.get('msg') or 'is not valid'}"
+
+
+def _json_body(text: str) -> Any:
+    """json.loads that refuses what cannot be stored: NaN/Infinity and lone surrogates."""
+
+    def no_constants(name: str) -> Any:
+        raise json.JSONDecodeError(f"{name} is not allowed", text, 0)
+
+    value = json.loads(text, parse_constant=no_constants)
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise json.JSONDecodeError("strings must be valid Unicode", text, 0) from None
+    return value
+
+
+def _resolver() -> Handler:
+    if "resolve" not in _built:
+        with _build_lock:
+            if "resolve" not in _built:
+                _build()
+    resolve: Handler = _built["resolve"]
+    return resolve
+
+
+def _openapi_json() -> str:
+    if "openapi" not in _built:
+        _resolver()
+        _built["openapi"] = _document(_built["app"])
+    return str(_built["openapi"])
+
+
+def _build() -> None:
+    """The resolver, models and routes. Powertools reads the annotations to validate requests
+    and write the document: no `from __future__ import annotations` in this module."""
+    from typing import Annotated
+
+    from aws_lambda_powertools import Logger
+    from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+    from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
+    from pydantic import BaseModel, ConfigDict, Field
+
+    logger = Logger(service="agentfn")
+    app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=_json_body)
+
+    class Strict(BaseModel):
+        model_config = ConfigDict(extra="forbid", strict=True)
+
+    class StartRunRequest(Strict):
+        input: str = Field(min_length=1, description="What the agent should do")
+        session_id: str | None = Field(
+            None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$", description="Continue it"
+        )
+        wait_seconds: float = Field(10.0, ge=0, le=MAX_WAIT_SECONDS, allow_inf_nan=False)
+
+    class ApprovalRequest(Strict):
+        approved: bool
+        tool_call_id: str | None = Field(None, min_length=1, max_length=256)
+        reason: str | None = Field(None, max_length=2000)
+        edited_inputs: dict[str, Any] | None = None
+
+    class ReplyRequest(Strict):
+        input: str = Field(min_length=1, description="The answer to the agent's question")
+
+    # Answers, for the document only (the RunService builds them).
+    class ErrorAnswer(BaseModel):
+        error_code: str
+        error_message: str
+        field: str | None = Field(None, description="The request field at fault")
+        status: str | None = Field(None, description="The run's current status (409)")
+
+    class RunSummary(BaseModel):
+        run_id: str
+        agent: str
+        session_id: str
+        status: str
+
+    class RunResult(RunSummary):
+        model_config = ConfigDict(extra="allow")  # the result contract: fields vary by status
+
+    class RunEvents(BaseModel):
+        run_id: str
+        events: list[dict[str, Any]]
+        next_after: int
+
+    JSON = "application/json"
+    described = {400: "Not valid (field)", 404: "No such run or agent", 409: "Wrong state"}
+    described[422] = f"{IDEMPOTENCY_HEADER} used for another request"
+    by_name = {route.name: route for route in ROUTES}
+    registered: set[str] = set()
+
+    def route(name: str, answers: dict[int, Any], *errors: int) -> Callable[[Any], Any]:
+        """Register under the method and path runtime.routes gives `name`."""
+        spec = by_name[name]
+        registered.add(name)
+        models = {**answers, **dict.fromkeys(errors, ErrorAnswer)}
+        docs = [(c, described.get(c, spec.summary), m) for c, m in models.items()]
+        shown: Any = {c: {"description": d, "content": {JSON: {"model": m}}} for c, d, m in docs}
+        path = re.sub(r"\{(\w+)\}", r"<\1>", spec.path)
+        return app.route(
+            path, spec.method, summary=spec.summary, operation_id=name, responses=shown
+        )
+
+    Name = Annotated[str, Path(min_length=1, max_length=128)]  # an agent's, or a run's id
+    Key = Annotated[str | None, Header(alias=IDEMPOTENCY_HEADER, min_length=1, max_length=255)]
+
+    def ok(body: Any, status: int = 200) -> Response[Any]:
+        return Response(status_code=status, content_type=JSON, body=body)
+
+    @route("StartRun", {200: RunResult, 202: RunSummary}, 400, 404, 409, 422)
+    def start(agent: Name, request: Annotated[StartRunRequest, Body()], key: Key = None) -> Any:
+        caller, ctx = caller_of(app.current_event.raw_event), app.lambda_context
+        status, body = start_run(agent, request.model_dump(), key, caller, ctx)
+        return ok(body, status)
+
+    @route("ListAgents", {200: dict[str, list[dict[str, Any]]]})
+    def list_agents() -> Response[Any]:
+        return ok({"agents": the_service().agents()})
+
+    @route("GetRun", {200: RunResult}, 400, 404)
+    def get_run(run_id: Name) -> Response[Any]:
+        return ok(the_service().get(run_id))
+
+    @route("GetRunEvents", {200: RunEvents}, 400, 404)
+    def get_run_events(
+        run_id: Name,
+        after: Annotated[int, Query(ge=-1, le=10**12)] = -1,
+        limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    ) -> Response[Any]:
+        return ok(the_service().events_after(run_id, after=after, limit=limit))
+
+    @route("Approve", {200: RunResult}, 400, 404, 409)
+    def approve_run(run_id: Name, request: Annotated[ApprovalRequest, Body()]) -> Response[Any]:
+        return ok(approve(run_id, request.model_dump(exclude_unset=True)))
+
+    @route("Reply", {200: RunResult}, 400, 404, 409)
+    def reply(run_id: Name, request: Annotated[ReplyRequest, Body()]) -> Response[Any]:
+        return ok(the_service().reply(run_id, request.input))
+
+    @route("Cancel", {200: RunResult}, 400, 404, 409)
+    def cancel(run_id: Name) -> Response[Any]:
+        return ok(the_service().cancel(run_id))
+
+    @route("OpenApi", {})
+    def openapi() -> Response[Any]:
+        return ok(_openapi_json())
+
+    if set(by_name) - registered:  # runtime.routes grew a route this handler does not serve
+        raise RuntimeError(f"routes without a handler: {sorted(set(by_name) - registered)}")
+
+    @app.exception_handler(Exception)  # Powertools' own 422/404/... too: one shape for all
+    def error(exc: Exception) -> Response[Any]:
+        binary = bool(app.current_event.is_base64_encoded)
+        status, body = error_answer(exc, getattr(app.lambda_context, "aws_request_id", ""), binary)
+        if status >= 500:
+            logger.exception("unexpected error")
+        retry = {"Retry-After": "1"} if status == 409 and "status" not in body else None
+        return Response(status_code=status, content_type=JSON, body=body, headers=retry)
+
+    _built["app"] = app
+    _built["resolve"] = logger.inject_lambda_context(clear_state=True)(app.resolve)
+
+
+def _document(app: Any) -> str:
+    """The OpenAPI document, less Powertools' 422 validation answers (they are 400s here)."""
+    document = json.loads(app.get_openapi_json_schema(title="agentfn", version="1"))
+    for operations in document.get("paths", {}).values():
+        for operation in operations.values():
+            if operation.get("operationId") != "StartRun":
+                operation.get("responses", {}).pop("422", None)
+            for parameter in operation.get("parameters", []):
+                parameter["name"] = _HEADERS.get(parameter["name"], parameter["name"])
+    for unused in ("HTTPValidationError", "ValidationError"):  # only those 422s used them
+        document.get("components", {}).get("schemas", {}).pop(unused, None)
+    return json.dumps(document, separators=(",", ":"))
+
+
+if os.environ.get("AWS_LAMBDA_INITIALIZATION_TYPE") in PREWARMED:
+    _resolver()

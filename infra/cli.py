@@ -1,4 +1,4 @@
-"""`agentfn` command line: validate, schema, build, run.
+"""`agentfn` command line: validate, schema, build, run, dev, and the HTTP API commands.
 
 Exit codes: 0 success; 1 the spec is invalid, a check failed or a run failed; 2 usage.
 Diagnostics go to stderr; stdout carries only what was asked for (a schema, a template
@@ -159,6 +159,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_arguments(p)
     p.set_defaults(func=cmd_run)
+
+    # -- agentfn dev and the HTTP API commands (infra/dev_server.py, infra/api_client.py) --
+    from infra.api_client import add_parsers as add_api_parsers
+    from infra.dev_server import add_arguments as add_dev_arguments
+    from infra.dev_server import dev_command
+
+    p = sub.add_parser("dev", help="the whole stack on loopback: HTTP API + moto AWS endpoint")
+    add_dev_arguments(p)
+    p.set_defaults(func=dev_command)
+    add_api_parsers(sub)
+    # -- end agentfn dev / HTTP API commands --
     return parser
 
 

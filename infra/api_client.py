@@ -1,0 +1,356 @@
+"""`agentfn status | events | approve | reply | cancel | start`: the HTTP API from a terminal.
+
+They talk to any agentfn API: `agentfn dev` (the default URL) or a deployed stage
+(`--url https://….execute-api.REGION.amazonaws.com/Prod`, with `--sigv4` when the API uses
+IAM auth; credentials come from the environment, as for the AWS CLI).
+
+Exit codes: 0 the API answered with success; 1 it answered with an error (unknown run, wrong
+state, …) or could not be reached; 2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+DEFAULT_URL = "http://127.0.0.1:8321"
+EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+TERMINAL = {"succeeded", "failed", "cancelled"}
+
+
+class ApiError(Exception):
+    """The API answered with an error, or could not be reached."""
+
+
+class UsageError(Exception):
+    pass
+
+
+class Client:
+    def __init__(
+        self, url: str, *, sigv4: bool = False, region: str | None = None, timeout: float = 60
+    ):
+        if urlsplit(url).scheme not in {"http", "https"} or not urlsplit(url).hostname:
+            raise UsageError(f"--url must be an http(s) URL, not {url!r}")
+        self.url = url.rstrip("/")
+        self.timeout = timeout
+        self.signer: Any = None
+        if sigv4:
+            self.signer = _signer(self.url, region)
+
+    def request(
+        self, method: str, path: str, body: dict[str, Any] | None = None, **query: Any
+    ) -> tuple[int, dict[str, Any]]:
+        import httpx
+
+        params = {k: str(v) for k, v in query.items() if v is not None}
+        url = str(httpx.URL(self.url + path, params=params or None))
+        data = json.dumps(body).encode() if body is not None else b""
+        headers = {"accept": "application/json"}
+        if body is not None:
+            headers["content-type"] = "application/json"
+        if self.signer is not None:
+            headers = self.signer(method, url, data, headers)
+        try:
+            response = httpx.request(
+                method,
+                url,
+                content=data or None,
+                headers=headers,
+                timeout=self.timeout,
+                trust_env=not _is_local(self.url),  # no proxy between us and loopback
+            )
+        except httpx.ConnectError as exc:
+            hint = " (is `agentfn dev` running?)" if _is_local(self.url) else ""
+            raise ApiError(f"cannot reach {self.url}{hint}: {exc}") from exc
+        except httpx.TimeoutException as exc:
+            raise ApiError(f"{method} {url}: no answer within {self.timeout:g} s") from exc
+        except httpx.HTTPError as exc:
+            raise ApiError(f"{method} {url}: {exc}") from exc
+        return response.status_code, _checked(response, self.signer is not None)
+
+    def get(self, path: str, **query: Any) -> dict[str, Any]:
+        return self.request("GET", path, **query)[1]
+
+    def post(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        return self.request("POST", path, body)
+
+
+def _is_local(url: str) -> bool:
+    return (urlsplit(url).hostname or "") in {"127.0.0.1", "localhost", "::1"}
+
+
+def _checked(response: Any, signed: bool) -> dict[str, Any]:
+    try:
+        payload = response.json()
+    except ValueError:
+        payload = None
+    status = response.status_code
+    if status < 400:
+        if not isinstance(payload, dict):
+            raise ApiError(f"HTTP {status}: expected a JSON object, got: {response.text[:300]}")
+        return payload
+    if isinstance(payload, dict):
+        code = payload.get("error_code") or payload.get("code") or "ERROR"
+        message = payload.get("error_message") or payload.get("message") or ""
+        extra = {
+            k: v
+            for k, v in payload.items()
+            if k not in {"error_code", "error_message", "code", "message"}
+        }
+        detail = f"{code}: {message}" if message else str(code)
+        if extra:
+            detail += " " + json.dumps(extra, ensure_ascii=False, default=str)
+    else:
+        detail = response.text.strip()[:300] or response.reason_phrase
+    hint = ""
+    if status == 403 and not signed:
+        hint = "\n(the API may use IAM auth: add --sigv4, with AWS credentials in the environment)"
+    raise ApiError(f"HTTP {status} {detail}{hint}")
+
+
+def _signer(url: str, region: str | None) -> Any:
+    """SigV4 for an API Gateway stage (service execute-api)."""
+    import botocore.session
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+
+    session = botocore.session.Session()
+    credentials = session.get_credentials()
+    if credentials is None:
+        raise UsageError("--sigv4 needs AWS credentials (environment, profile or role)")
+    host = urlsplit(url).hostname or ""
+    parts = host.split(".")
+    guessed = parts[2] if len(parts) > 3 and parts[1] == "execute-api" else None
+    region = region or guessed or session.get_config_variable("region")
+    if not region:
+        raise UsageError("--sigv4 needs a region: --region, AWS_REGION or an execute-api URL")
+    frozen = credentials.get_frozen_credentials()
+
+    def sign(method: str, target: str, data: bytes, headers: dict[str, str]) -> dict[str, str]:
+        request = AWSRequest(method=method, url=target, data=data, headers=headers)
+        SigV4Auth(frozen, "execute-api", region).add_auth(request)
+        return dict(request.headers.items())
+
+    return sign
+
+
+# ---- rendering ---------------------------------------------------------------------------
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def describe(run: dict[str, Any]) -> str:
+    """A run's status for people: what it is waiting for, its answer or its error."""
+    lines = [f"run {run.get('run_id')} · {run.get('agent')} · {run.get('status')}"]
+    if run.get("session_id"):
+        lines.append(f"session {run['session_id']}")
+    for pending in run.get("pending_approval") or []:
+        inputs = json.dumps(pending.get("inputs"), ensure_ascii=False)
+        lines.append(f"waiting for approval: {pending.get('tool_name')} {inputs}")
+        lines.append(f"  tool_call_id {pending.get('tool_call_id')}")
+    if run.get("status") == "awaiting_approval":
+        lines.append(f"decide: agentfn approve {run.get('run_id')} [--deny] [--reason …]")
+    if run.get("status") == "running":
+        lines.append(f"follow: agentfn events {run.get('run_id')} --follow")
+    clarification = run.get("clarification")
+    if run.get("status") == "awaiting_input" and clarification:
+        lines.append(f"question: {clarification.get('question')}")
+        lines.append(f'answer: agentfn reply {run.get("run_id")} "…"')
+    if "turns_used" in run:
+        calls = len(run.get("tool_calls") or [])
+        lines.append(
+            f"{run['turns_used']} turns · {run.get('tokens_input', 0)} in / "
+            f"{run.get('tokens_output', 0)} out tokens · {calls} tool calls"
+        )
+    if run.get("status") == "succeeded":
+        value = run.get("result")
+        lines.append("result:")
+        lines.append(value if isinstance(value, str) else _dump(value))
+    elif run.get("status") in {"failed", "cancelled"}:
+        lines.append(f"{run.get('error_code')}: {run.get('error_message')}")
+    return "\n".join(lines)
+
+
+def event_line(event: dict[str, Any]) -> str:
+    """One event on one line: its number, its type and what `agentfn run` would show."""
+    from infra.run_cli import Progress
+    from runtime.events import Event
+
+    head = f"{event.get('seq', '?'):>4}  {event.get('type', '?'):<24}"
+    try:
+        text = Progress(sys.stdout, enabled=True)._line(Event.model_validate(event))
+    except Exception:  # an event this CLI version does not know: show its data
+        text = None
+    if text is None:
+        text = json.dumps(event.get("data", {}), ensure_ascii=False, default=str)
+        text = text if len(text) <= 160 else text[:157] + "…"
+    return head + " ".join(text.split())
+
+
+# ---- commands ----------------------------------------------------------------------------
+
+
+def _run_path(run_id: str, suffix: str = "") -> str:
+    return f"/runs/{quote(run_id, safe='')}{suffix}"
+
+
+def cmd_status(client: Client, args: argparse.Namespace) -> int:
+    run = client.get(_run_path(args.run_id))
+    print(_dump(run) if args.json else describe(run))
+    return EXIT_OK
+
+
+def _drain(client: Client, args: argparse.Namespace, after: int) -> int:
+    while True:
+        page = client.get(_run_path(args.run_id, "/events"), after=after)
+        events = page.get("events") or []
+        for event in events:
+            print(json.dumps(event, ensure_ascii=False) if args.json else event_line(event))
+        sys.stdout.flush()
+        following = int(page.get("next_after", events[-1]["seq"])) if events else after
+        if following <= after:  # nothing new (or an API that ignores `after`)
+            return after
+        after = following
+
+
+def cmd_events(client: Client, args: argparse.Namespace) -> int:
+    after = args.after
+    if not args.follow:
+        _drain(client, args, after)
+        return EXIT_OK
+    while True:
+        status = client.get(_run_path(args.run_id)).get("status")
+        after = _drain(client, args, after)  # read after the status: nothing is missed
+        if status in TERMINAL:
+            return EXIT_OK
+        time.sleep(args.interval)
+
+
+def cmd_approve(client: Client, args: argparse.Namespace) -> int:
+    body: dict[str, Any] = {"approved": not args.deny}
+    if args.reason:
+        body["reason"] = args.reason
+    if args.tool_call_id:
+        body["tool_call_id"] = args.tool_call_id
+    if args.edit is not None:
+        if args.deny:
+            raise UsageError("--edit approves with changed inputs; it cannot go with --deny")
+        try:
+            edited = json.loads(args.edit)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"--edit is not JSON: {exc}") from exc
+        if not isinstance(edited, dict):
+            raise UsageError("--edit must be a JSON object (the tool's inputs)")
+        body["edited_inputs"] = edited
+    _, run = client.post(_run_path(args.run_id, "/approval"), body)
+    print(_dump(run) if args.json else describe(run))
+    return EXIT_OK
+
+
+def cmd_reply(client: Client, args: argparse.Namespace) -> int:
+    _, run = client.post(_run_path(args.run_id, "/reply"), {"input": " ".join(args.text)})
+    print(_dump(run) if args.json else describe(run))
+    return EXIT_OK
+
+
+def cmd_cancel(client: Client, args: argparse.Namespace) -> int:
+    _, run = client.post(_run_path(args.run_id, "/cancel"), {})
+    print(_dump(run) if args.json else describe(run))
+    return EXIT_OK
+
+
+def cmd_start(client: Client, args: argparse.Namespace) -> int:
+    if args.wait < 0:
+        raise UsageError("--wait must be 0 or more seconds")
+    body: dict[str, Any] = {"input": " ".join(args.input), "wait_seconds": args.wait}
+    if args.session:
+        body["session_id"] = args.session
+    _, run = client.post(f"/agents/{quote(args.agent, safe='')}/runs", body)
+    print(_dump(run) if args.json else describe(run))
+    return EXIT_OK
+
+
+# ---- wiring ------------------------------------------------------------------------------
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--url",
+        default=os.environ.get("AGENTFN_URL", DEFAULT_URL),
+        help="the API's base URL (default: $AGENTFN_URL or %(default)s)",
+    )
+    parser.add_argument(
+        "--sigv4", action="store_true", help="sign requests (API with IAM auth; AWS credentials)"
+    )
+    parser.add_argument("--region", help="the API's region for --sigv4 (default: from the URL)")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
+    parser.add_argument("--json", action="store_true", help="print the API's JSON answer")
+
+
+def add_parsers(sub: Any) -> None:
+    """Register the API commands on `agentfn`'s subparsers."""
+    p = sub.add_parser("status", help="a run's status and result (HTTP API)")
+    p.add_argument("run_id")
+    p.set_defaults(func=_entry(cmd_status))
+    _common(p)
+
+    p = sub.add_parser("events", help="a run's events; --follow until it ends (HTTP API)")
+    p.add_argument("run_id")
+    p.add_argument("--after", type=int, default=-1, help="only events after number N")
+    p.add_argument("--follow", action="store_true", help="keep polling until the run ends")
+    p.add_argument("--interval", type=float, default=1.0, help="seconds between polls")
+    p.set_defaults(func=_entry(cmd_events))
+    _common(p)
+
+    p = sub.add_parser("approve", help="approve (or --deny) a run's pending tool call(s)")
+    p.add_argument("run_id")
+    p.add_argument("--deny", action="store_true", help="reject instead (the model is told)")
+    p.add_argument("--reason", help="why; the model sees it")
+    p.add_argument("--tool-call-id", help="decide only this call (default: every pending call)")
+    p.add_argument("--edit", metavar="JSON", help="approve with these inputs instead")
+    p.set_defaults(func=_entry(cmd_approve))
+    _common(p)
+
+    p = sub.add_parser("reply", help="answer a run's clarification question")
+    p.add_argument("run_id")
+    p.add_argument("text", nargs="+")
+    p.set_defaults(func=_entry(cmd_reply))
+    _common(p)
+
+    p = sub.add_parser("cancel", help="cancel a run")
+    p.add_argument("run_id")
+    p.set_defaults(func=_entry(cmd_cancel))
+    _common(p)
+
+    p = sub.add_parser("start", help="start a run over the HTTP API")
+    p.add_argument("agent")
+    p.add_argument("input", nargs="+", help="the user's message")
+    p.add_argument(
+        "--wait", type=float, default=0, metavar="N", help="run inline up to N seconds (≤ 25)"
+    )
+    p.add_argument("--session", help="continue this session")
+    p.set_defaults(func=_entry(cmd_start))
+    _common(p)
+
+
+def _entry(command: Any) -> Any:
+    def run(args: argparse.Namespace) -> int:
+        try:
+            client = Client(args.url, sigv4=args.sigv4, region=args.region, timeout=args.timeout)
+            return int(command(client, args))
+        except UsageError as exc:
+            print(f"agentfn {args.command}: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except ApiError as exc:
+            print(f"agentfn {args.command}: {exc}", file=sys.stderr)
+            return EXIT_ERROR
+
+    return run

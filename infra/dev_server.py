@@ -1,0 +1,399 @@
+"""`agentfn dev`: the whole stack on loopback, for curl, the CLI helpers and `aws`.
+
+One process holds everything (DESIGN §8): a moto server on 127.0.0.1:<aws-port> (DynamoDB,
+S3, Step Functions that really execute, Lambda without Docker, EventBridge), so `aws
+--endpoint-url` sees the state the runs use — in this process, because the agents' Lambda
+functions are dispatched to the real handlers here (infra.local_lambda); the generated state
+machines and the step handler (infra.embedded_stack); and the HTTP API on 127.0.0.1:<port>,
+where each request becomes an API Gateway REST proxy event (stage "dev") for
+`handlers.api.handler`. Nothing listens beyond loopback; Ctrl-C or SIGTERM stops it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import logging
+import os
+import re
+import signal
+import socket
+import sys
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from runtime.routes import ROUTES, Route
+
+HOST = "127.0.0.1"
+DEFAULT_PORT = 8321
+DEFAULT_AWS_PORT = 5005
+STAGE = "dev"
+MAX_BODY_BYTES = 10 * 1024 * 1024  # API Gateway's payload limit
+SHUTDOWN_GRACE_SECONDS = 10.0
+
+Handler = Callable[[dict[str, Any], Any], Any]
+Answer = tuple[int, list[tuple[str, str]], bytes]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-f", "--file", default="agents.yaml")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="the API's port")
+    parser.add_argument(
+        "--aws-port", type=int, default=DEFAULT_AWS_PORT, help="the AWS endpoint's port (moto)"
+    )
+
+
+# ---- the API Gateway side ------------------------------------------------------------------
+
+
+def _compile(route: Route) -> re.Pattern[str]:
+    return re.compile("^" + re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(route.path)))
+
+
+_PATTERNS = [(route, _compile(route)) for route in ROUTES]
+
+
+def match_route(method: str, path: str) -> tuple[Route | None, dict[str, str]]:
+    """The route API Gateway would pick and its decoded path parameters; (None, {}) when no
+    route matches (the handler answers those: 404)."""
+    for route, pattern in _PATTERNS:
+        found = pattern.fullmatch(path.rstrip("/") or "/")
+        if found is not None and route.method == method:
+            return route, {k: unquote(v) for k, v in found.groupdict().items()}
+    return None, {}
+
+
+def _multi(pairs: list[tuple[str, str]]) -> dict[str, list[str]]:
+    return {key: [v for k, v in pairs if k == key] for key, _ in pairs}
+
+
+def _text(body: bytes) -> tuple[str | None, bool]:
+    """The body as API Gateway passes it: text, or base64 when it is not UTF-8."""
+    if not body:
+        return None, False
+    try:
+        return body.decode("utf-8"), False
+    except UnicodeDecodeError:
+        return base64.b64encode(body).decode("ascii"), True
+
+
+def proxy_event(
+    method: str, target: str, headers: list[tuple[str, str]], body: bytes, **client: str
+) -> dict[str, Any]:
+    """An API Gateway REST API proxy-integration event, as the deployed stage sends it.
+    `client`: source_ip and host (the Host header) when known."""
+    parts = urlsplit(target)
+    path = unquote(parts.path) or "/"
+    route, params = match_route(method, parts.path or "/")
+    resource = route.path if route else "/{proxy+}"
+    multi_query = _multi(parse_qsl(parts.query, keep_blank_values=True))
+    multi_headers = _multi(headers)
+    text, encoded = _text(body)
+    agent = next((v for k, v in headers if k.lower() == "user-agent"), "")
+    return {
+        "resource": resource,
+        "path": path,
+        "httpMethod": method,
+        "headers": {name: values[-1] for name, values in multi_headers.items()} or None,
+        "multiValueHeaders": multi_headers or None,
+        "queryStringParameters": {k: v[-1] for k, v in multi_query.items()} or None,
+        "multiValueQueryStringParameters": multi_query or None,
+        "pathParameters": (params or None) if route else {"proxy": path.lstrip("/")},
+        "stageVariables": None,
+        "requestContext": {
+            "accountId": "123456789012",
+            "apiId": "agentfn-dev",
+            "resourcePath": resource,
+            "httpMethod": method,
+            "path": f"/{STAGE}{path}",
+            "stage": STAGE,
+            "protocol": "HTTP/1.1",
+            "domainName": client.get("host", HOST),
+            "requestId": str(uuid.uuid4()),
+            "requestTimeEpoch": int(time.time() * 1000),
+            "identity": {"sourceIp": client.get("source_ip", HOST), "userAgent": agent},
+        },
+        "body": text,
+        "isBase64Encoded": encoded,
+    }
+
+
+class ApiBridge:
+    """Calls the API handler as API Gateway + Lambda do, one request at a time: Powertools'
+    resolver keeps the current event on its class, so it is not thread-safe (and one at a
+    time is what one warm Lambda container does)."""
+
+    def __init__(self, handler: Handler):
+        self.handler = handler
+        self.lock = threading.Lock()
+
+    def __call__(self, event: dict[str, Any]) -> Answer:
+        from infra.local_lambda import LocalContext
+
+        context = LocalContext("agentfn-api", timeout_ms=29_000)
+        context.aws_request_id = event["requestContext"]["requestId"]
+        try:
+            with self.lock:
+                answer = self.handler(event, context)
+            return _http_answer(answer)
+        except Exception:  # what API Gateway answers for a crashed or malformed integration
+            traceback.print_exc(file=sys.stderr)
+            body = json.dumps({"message": "Internal server error"}).encode()
+            return 502, [("Content-Type", "application/json")], body
+
+
+def _http_answer(answer: Any) -> Answer:
+    if not isinstance(answer, dict) or "statusCode" not in answer:
+        raise ValueError(f"malformed Lambda proxy response: {str(answer)[:200]}")
+    multi = answer.get("multiValueHeaders") or {}
+    headers = [(name, str(v)) for name, values in multi.items() for v in values]
+    headers += [(k, str(v)) for k, v in (answer.get("headers") or {}).items() if k not in multi]
+    body = answer.get("body") or ""
+    raw = base64.b64decode(body) if answer.get("isBase64Encoded") else str(body).encode()
+    return int(answer["statusCode"]), headers, raw
+
+
+_HOP_BY_HOP = {"content-length", "transfer-encoding", "connection", "keep-alive"}
+
+
+class _RequestHandler(BaseHTTPRequestHandler):
+    server_version = "agentfn-dev"
+    bridge: ApiBridge  # set on the subclass make_http_server builds
+
+    def _serve(self) -> None:
+        started = time.monotonic()
+        length = int(self.headers.get("Content-Length") or 0)
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower() or length < 0:
+            self._send((411, [], b"send the body with a Content-Length"), started)
+            return
+        if length > MAX_BODY_BYTES:
+            self._send((413, [], b"request body over API Gateway's 10 MB"), started)
+            return
+        body = self.rfile.read(length) if length else b""
+        host = self.headers.get("Host") or f"{HOST}:{getattr(self.server, 'server_port', '')}"
+        headers = list(self.headers.items())
+        event = proxy_event(
+            self.command, self.path, headers, body, source_ip=self.client_address[0], host=host
+        )
+        self._send(self.bridge(event), started)
+
+    def _send(self, answer: Answer, started: float) -> None:
+        status, headers, raw = answer
+        self.send_response(status)
+        for name, value in headers:
+            if name.lower() not in _HOP_BY_HOP:
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(raw)
+        took = (time.monotonic() - started) * 1000
+        line = f"{time.strftime('%H:%M:%S')} {self.command} {self.path} → {status} ({took:.0f} ms)"
+        print(line, file=sys.stderr, flush=True)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # _send writes one line per request
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_HEAD = _serve
+
+
+def make_http_server(bridge: ApiBridge, port: int, host: str = HOST) -> ThreadingHTTPServer:
+    handler = type("ApiRequestHandler", (_RequestHandler,), {"bridge": bridge})
+    return ThreadingHTTPServer((host, port), handler)
+
+
+# ---- the AWS side --------------------------------------------------------------------------
+
+
+class MotoServer:
+    """moto's server on loopback, in this process, in a thread: what ThreadedMotoServer
+    builds, but bound here first, so a port in use is an immediate OSError (werkzeug calls
+    sys.exit, in ThreadedMotoServer's thread, and its start() then waits forever)."""
+
+    def __init__(self, port: int, host: str = HOST):
+        from moto.moto_server.werkzeug_app import DomainDispatcherApplication as Application
+        from moto.moto_server.werkzeug_app import MotoRequestHandler, create_backend_app
+        from werkzeug.serving import make_server
+
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no access log per AWS call
+        app = Application(create_backend_app)
+        with socket.create_server((host, port)) as bound:  # werkzeug would sys.exit on OSError
+            self.server = make_server(
+                host, port, app, True, request_handler=MotoRequestHandler, fd=bound.fileno()
+            )
+        self.port = self.server.socket.getsockname()[1]
+        self.url = f"http://{host}:{self.port}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def start(self) -> None:
+        import httpx
+
+        self.thread.start()
+        # Step Functions executions must really run; Lambda must not need Docker.
+        config = {"lambda": {"use_docker": False}, "stepfunctions": {"execute_state_machine": True}}
+        httpx.post(f"{self.url}/moto-api/config", json=config, timeout=10).raise_for_status()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+
+_AWS_ENV = {"AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE"}
+
+
+@contextmanager
+def pointed_at(url: str, port: int) -> Iterator[None]:
+    """boto3 in this process (and moto's own Step Functions clients, via MOTO_PORT) talk to
+    the local endpoint with dummy credentials that cannot reach a real account; the handlers
+    find the table and bucket names where the deployed functions do."""
+    from infra.local import LOCAL_BUCKET, LOCAL_REGION, LOCAL_TABLE
+
+    saved = dict(os.environ)
+    for key in list(os.environ):  # nothing may send these clients anywhere else
+        if key in _AWS_ENV or key.startswith(("AWS_ENDPOINT_URL", "AWS_IGNORE_CONFIGURED")):
+            del os.environ[key]
+    no_proxy = ",".join(filter(None, [os.environ.get("NO_PROXY"), "127.0.0.1,localhost"]))
+    os.environ.update(
+        {
+            "AWS_ENDPOINT_URL": url,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_DEFAULT_REGION": LOCAL_REGION,
+            "AWS_REGION": LOCAL_REGION,
+            "MOTO_PORT": str(port),
+            "NO_PROXY": no_proxy,
+            "no_proxy": no_proxy,
+            "AGENTFN_TABLE": LOCAL_TABLE,
+            "AGENTFN_BUCKET": LOCAL_BUCKET,
+        }
+    )
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def template_for(spec: Any, spec_path: Path) -> Path | None:
+    """The committed template.yaml next to the spec when it is what the spec produces, else
+    None (the stack generates the definitions itself)."""
+    from infra.sam.template import build_template, render
+
+    committed = spec_path.resolve().parent / "template.yaml"
+    if not committed.exists() or committed.read_text("utf-8") == render(build_template(spec)):
+        return committed if committed.exists() else None
+    note = f"note: {committed.name} is out of date with {spec_path.name}; using the state"
+    print(f"{note} machines generated from the spec (`agentfn build` updates it)", file=sys.stderr)
+    return None
+
+
+# ---- the command ---------------------------------------------------------------------------
+
+
+def dev_command(args: argparse.Namespace) -> int:
+    import handlers.api
+    from infra.validate import validate_file
+
+    spec_path = Path(args.file)
+    result = validate_file(spec_path)
+    if not result.ok or result.spec is None:
+        lines = [*map(str, result.issues), f"{len(result.issues)} problem(s) in {args.file}."]
+        print("\n".join(lines), file=sys.stderr)
+        return 1
+    project = str(spec_path.resolve().parent)
+    if project not in sys.path:
+        sys.path.insert(0, project)  # the spec's own tools package
+    aws, where = None, f"{HOST}:{args.aws_port} (--aws-port)"
+    try:
+        aws = MotoServer(args.aws_port)
+        where = f"{HOST}:{args.port} (--port)"
+        api = make_http_server(ApiBridge(handlers.api.handler), args.port)
+    except OSError as exc:
+        if aws is not None:
+            aws.server.server_close()
+        print(f"cannot listen on {where}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    previous = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        serve(result.spec, spec_path, aws, api, stop)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 0
+
+
+def serve(
+    spec: Any, spec_path: Path, aws: MotoServer, api: ThreadingHTTPServer, stop: threading.Event
+) -> None:
+    """Start the AWS side and the stack, answer requests until `stop` is set, shut down."""
+    import boto3
+
+    import handlers.api
+    from infra.embedded_stack import EmbeddedStack
+    from infra.local import LOCAL_BUCKET, LOCAL_REGION, LOCAL_TABLE, AwsClients, create_resources
+    from infra.local_lambda import dispatching
+
+    api_thread = threading.Thread(target=api.serve_forever, daemon=True)
+    bridge: ApiBridge = api.RequestHandlerClass.bridge  # type: ignore[attr-defined]
+    with pointed_at(aws.url, aws.port), dispatching():
+        aws.start()
+        try:
+            client = {"region_name": LOCAL_REGION, "endpoint_url": aws.url}
+            clients = AwsClients(
+                boto3.client("dynamodb", **client),
+                boto3.client("s3", **client),
+                LOCAL_TABLE,
+                LOCAL_BUCKET,
+                boto3.client("lambda", **client),
+            )
+            create_resources(clients)
+            stack = EmbeddedStack(spec, clients, template_path=template_for(spec, spec_path))
+            handlers.api.configure(stack.service)
+            api_thread.start()
+            print(banner(spec, spec_path, api.server_port, aws.url), flush=True)
+            while not stop.wait(0.5):
+                pass
+            print("shutting down…", file=sys.stderr, flush=True)
+        finally:
+            if api_thread.is_alive():
+                api.shutdown()
+            api.server_close()
+            if bridge.lock.acquire(timeout=SHUTDOWN_GRACE_SECONDS):  # a request may finish
+                bridge.lock.release()
+            aws.stop()
+
+
+def banner(spec: Any, spec_path: Path, port: int, aws_url: str) -> str:
+    from infra.local import LOCAL_BUCKET, LOCAL_REGION, LOCAL_TABLE
+
+    region = LOCAL_REGION
+    api = f"http://{HOST}:{port}"
+    agent = "billing" if "billing" in spec.agents else next(iter(spec.agents))
+    body = json.dumps({"input": "Refund ORD-1001, it arrived broken", "wait_seconds": 5})
+    return "\n".join(
+        [
+            f"agentfn dev · {spec_path.name}: {len(spec.agents)} agents ({', '.join(spec.agents)})",
+            f"  API           {api}   (stage {STAGE!r}; GET {api}/openapi.json)",
+            f"  AWS endpoint  {aws_url}   (moto: DynamoDB, S3, Step Functions, Lambda, Events)",
+            f"  table         {LOCAL_TABLE}",
+            f"  bucket        {LOCAL_BUCKET}",
+            "try:",
+            f"  curl -s -X POST {api}/agents/{agent}/runs -H 'content-type: application/json' \\",
+            f"       -d '{body}'",
+            f"  AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing aws --region {region} \\",
+            f"    --endpoint-url {aws_url} dynamodb scan --table-name {LOCAL_TABLE}",
+            f"  agentfn status RUN_ID --url {api}",
+            "State lives in memory until this stops (Ctrl-C).",
+        ]
+    )
