@@ -12,35 +12,13 @@ from typing import Any
 
 from infra.sam.intrinsics import REGION, arn
 from runtime.spec import AgentfnSpec
+from runtime.spec.graph import agent_closure, model_closure
 from runtime.spec.models import BedrockModel
 from runtime.spec.tools import LambdaTool
 from runtime.spec.types import SECRET_REF_RE
 
 # Cross-region inference profiles put a geography in front of the model id.
 _PROFILE_PREFIX = re.compile(r"^(us|eu|apac|us-gov|global|jp|au|ca)\.(.+)$")
-
-
-def agent_closure(spec: AgentfnSpec, agent: str) -> list[str]:
-    """The agent and every agent reachable through sub_agents, in discovery order."""
-    seen: list[str] = []
-    stack = [agent]
-    while stack:
-        name = stack.pop(0)
-        if name not in seen:
-            seen.append(name)
-            stack.extend(spec.agents[name].sub_agents)
-    return seen
-
-
-def model_closure(spec: AgentfnSpec, agents: list[str]) -> list[str]:
-    seen: list[str] = []
-    stack = [spec.model_for(a) for a in agents]
-    while stack:
-        name = stack.pop(0)
-        if name not in seen:
-            seen.append(name)
-            stack.extend(spec.models[name].fallbacks)
-    return seen
 
 
 def _referenced_secrets(value: Any) -> set[str]:

@@ -15,28 +15,12 @@ import json
 from typing import Any
 
 from runtime.spec import AgentfnSpec
-
-
-def _closure(spec: AgentfnSpec, agent: str) -> list[str]:
-    seen: list[str] = []
-    stack = [agent]
-    while stack:
-        name = stack.pop(0)
-        if name not in seen:
-            seen.append(name)
-            stack.extend(spec.agents[name].sub_agents)
-    return seen
+from runtime.spec.graph import agent_closure, model_closure
 
 
 def agent_hash(spec: AgentfnSpec, agent: str) -> str:
-    agents = _closure(spec, agent)
-    models: list[str] = []
-    stack = [spec.model_for(a) for a in agents]
-    while stack:
-        name = stack.pop(0)
-        if name not in models:
-            models.append(name)
-            stack.extend(spec.models[name].fallbacks)
+    agents = agent_closure(spec, agent)
+    models = model_closure(spec, agents)
     refs = {r for a in agents for r in spec.agents[a].tools}
     tools = sorted(r for r in refs if r in spec.tools)
     servers = sorted(

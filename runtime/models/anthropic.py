@@ -7,8 +7,14 @@ from typing import Any
 import httpx
 
 from runtime.errors import ModelError
-from runtime.messages import AssistantMessage, Message, ToolCall, ToolResultMessage, Usage
-from runtime.models.base import ModelRequest, ModelResponse, SecretResolver, StopReason
+from runtime.messages import AssistantMessage, Message, ToolCall, ToolResultMessage
+from runtime.models.base import (
+    ModelRequest,
+    ModelResponse,
+    SecretResolver,
+    StopReason,
+    assemble_response,
+)
 from runtime.models.openai_chat import post_json
 from runtime.spec.models import AnthropicModel
 
@@ -131,16 +137,12 @@ class AnthropicMessagesModel:
                 )
         # end_turn, stop_sequence, pause_turn, refusal: the model stopped on its own
         stop = _STOP.get(answer.get("stop_reason") or "", "end_turn")
-        if calls and stop == "end_turn":
-            stop = "tool_use"
         usage = answer.get("usage") or {}
-        return ModelResponse(
-            text="".join(texts) or None,
-            tool_calls=calls,
-            usage=Usage(
-                input_tokens=usage.get("input_tokens") or 0,
-                output_tokens=usage.get("output_tokens") or 0,
-            ),
-            stop_reason=stop,
-            model_id=self.model_id,
+        return assemble_response(
+            texts,
+            calls,
+            stop,
+            usage.get("input_tokens") or 0,
+            usage.get("output_tokens") or 0,
+            self.model_id,
         )

@@ -108,3 +108,24 @@ def error_for_status(
 
 def is_transient_message(message: str) -> bool:
     return bool(_TRANSIENT_WORDS.search(message))
+
+
+def assemble_response(
+    texts: list[str],
+    calls: list[ToolCall],
+    stop: StopReason,
+    input_tokens: int,
+    output_tokens: int,
+    model_id: str,
+) -> ModelResponse:
+    """The common tail of every provider's parsing. A model that asked for tools but said it
+    stopped on its own (some servers do) is reported as tool_use."""
+    if calls and stop == "end_turn":
+        stop = "tool_use"
+    return ModelResponse(
+        text="".join(texts) or None,
+        tool_calls=calls,
+        usage=Usage(input_tokens=input_tokens, output_tokens=output_tokens),
+        stop_reason=stop,
+        model_id=model_id,
+    )

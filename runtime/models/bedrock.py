@@ -10,8 +10,8 @@ import asyncio
 from typing import Any
 
 from runtime.errors import ModelError, TransientModelError
-from runtime.messages import AssistantMessage, Message, ToolCall, ToolResultMessage, Usage
-from runtime.models.base import ModelRequest, ModelResponse, StopReason
+from runtime.messages import AssistantMessage, Message, ToolCall, ToolResultMessage
+from runtime.models.base import ModelRequest, ModelResponse, StopReason, assemble_response
 from runtime.spec.models import BedrockModel
 
 #: Error codes worth retrying; everything else (ValidationException, AccessDeniedException,
@@ -161,16 +161,12 @@ class BedrockConverseModel:
                 )
         # end_turn, stop_sequence, guardrail_intervened, content_filtered: the model stopped
         stop = _STOP.get(answer.get("stopReason") or "", "end_turn")
-        if calls and stop == "end_turn":
-            stop = "tool_use"
         usage = answer.get("usage") or {}
-        return ModelResponse(
-            text="".join(texts) or None,
-            tool_calls=calls,
-            usage=Usage(
-                input_tokens=usage.get("inputTokens") or 0,
-                output_tokens=usage.get("outputTokens") or 0,
-            ),
-            stop_reason=stop,
-            model_id=self.model_id,
+        return assemble_response(
+            texts,
+            calls,
+            stop,
+            usage.get("inputTokens") or 0,
+            usage.get("outputTokens") or 0,
+            self.model_id,
         )

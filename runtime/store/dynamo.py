@@ -7,7 +7,6 @@ StateConflict; the caller re-reads and backs off.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -117,16 +116,9 @@ class DynamoStore:
 
     def session_runs(self, head: RunHead) -> list[SessionRun]:
         pk, own = it.marker_key(head)
-        runs: list[SessionRun] = []
-        for item in self._query(pk, "sk BETWEEN :lo AND :hi", {":lo": "R#", ":hi": own}):
-            if item["sk"] >= own:
-                break
-            if "#M#" in item["sk"]:
-                runs[-1].messages.append(it.decode_message(item, self.blobs))
-            else:
-                doc = json.loads(item["doc"])
-                runs.append(SessionRun(doc["run_id"], doc["status"], []))
-        return runs
+        return it.group_session_runs(
+            self._query(pk, "sk BETWEEN :lo AND :hi", {":lo": "R#", ":hi": own}), own, self.blobs
+        )
 
     def list_events(self, run_id: str, after: int = -1, limit: int = 100) -> list[Event]:
         pk, _ = it.head_key(run_id)

@@ -13,11 +13,12 @@ no item ever approaches DynamoDB's 400 KB limit.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from runtime.events import Event
 from runtime.messages import Message, message_from_dict
-from runtime.store.base import TERMINAL, BlobStore, Commit, RunHead
+from runtime.store.base import TERMINAL, BlobStore, Commit, RunHead, SessionRun
 
 BODY_LIMIT = 8 * 1024
 PREVIEW = 1024
@@ -102,3 +103,17 @@ def commit_items(commit: Commit, blobs: BlobStore) -> tuple[Item, list[Item], li
     if commit.expected_version is None or head.status in TERMINAL:
         upserts.append(marker_item(head))
     return head_item(head), new, upserts
+
+
+def group_session_runs(found: Iterable[Item], own: str, blobs: BlobStore) -> list[SessionRun]:
+    """Session items in key order (a run's marker, then its messages) → earlier runs."""
+    runs: list[SessionRun] = []
+    for item in found:
+        if item["sk"] >= own:
+            break
+        if "#M#" in item["sk"]:
+            runs[-1].messages.append(decode_message(item, blobs))
+        else:
+            doc = json.loads(item["doc"])
+            runs.append(SessionRun(doc["run_id"], doc["status"], []))
+    return runs

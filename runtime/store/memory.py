@@ -6,7 +6,6 @@ the atomicity of commits can be asserted and measured without AWS.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -90,16 +89,7 @@ class MemoryStore:
 
     def session_runs(self, head: RunHead) -> list[SessionRun]:
         pk, own = it.marker_key(head)
-        runs: list[SessionRun] = []
-        for item in self._query(pk, "R#"):
-            if item["sk"] >= own:
-                break
-            if "#M#" in item["sk"]:
-                runs[-1].messages.append(it.decode_message(item, self.blobs))
-            else:
-                doc = json.loads(item["doc"])
-                runs.append(SessionRun(doc["run_id"], doc["status"], []))
-        return runs
+        return it.group_session_runs(self._query(pk, "R#"), own, self.blobs)
 
     def list_events(self, run_id: str, after: int = -1, limit: int = 100) -> list[Event]:
         pk, _ = it.head_key(run_id)
