@@ -2,7 +2,6 @@
 
     AgentfnError
     ├── SpecError                 the spec is invalid or cannot be loaded
-    ├── NotImplementedYet         a capability that a later release fills in
     ├── RunError                  a run ends in `failed`; carries the result's error_code
     │   ├── MaxTurnsExceeded      MAX_TURNS_EXCEEDED
     │   ├── DoomLoop              DOOM_LOOP
@@ -31,10 +30,6 @@ class AgentfnError(Exception):
 
 class SpecError(AgentfnError):
     error_code = "SPEC_INVALID"
-
-
-class NotImplementedYet(AgentfnError):
-    error_code = "NOT_IMPLEMENTED"
 
 
 class RunError(AgentfnError):

@@ -113,7 +113,3 @@ MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
 
 def message_from_dict(data: dict[str, Any]) -> Message:
     return MESSAGE_ADAPTER.validate_python(data)
-
-
-def message_to_dict(message: Message) -> dict[str, Any]:
-    return message.model_dump(mode="json", exclude_none=True)

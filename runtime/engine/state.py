@@ -54,10 +54,3 @@ def recent_calls(messages: list[Message], count: int) -> list[ToolCall]:
 def same_call(a: ToolCall, b: ToolCall) -> bool:
     """Same tool, same arguments (dict equality ignores key order; raw text when unparsed)."""
     return a.name == b.name and a.arguments == b.arguments and a.raw_arguments == b.raw_arguments
-
-
-def result_for(messages: list[Message], call_id: str) -> ToolResultMessage | None:
-    for message in messages:
-        if isinstance(message, ToolResultMessage) and message.tool_call_id == call_id:
-            return message
-    return None

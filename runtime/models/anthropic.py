@@ -4,18 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
-
 from runtime.errors import ModelError
 from runtime.messages import AssistantMessage, Message, ToolCall, ToolResultMessage
 from runtime.models.base import (
     ModelRequest,
     ModelResponse,
-    SecretResolver,
     StopReason,
     assemble_response,
 )
-from runtime.models.openai_chat import post_json
+from runtime.models.http import HttpModel, post_json
 from runtime.spec.models import AnthropicModel
 
 API_VERSION = "2023-06-01"
@@ -71,22 +68,8 @@ def anthropic_messages(messages: list[Message]) -> list[dict[str, Any]]:
     return merge_turns(turns)
 
 
-class AnthropicMessagesModel:
+class AnthropicMessagesModel(HttpModel[AnthropicModel]):
     """One POST /v1/messages per request."""
-
-    def __init__(
-        self,
-        name: str,
-        config: AnthropicModel,
-        secrets: SecretResolver,
-        client: httpx.AsyncClient | None = None,
-    ):
-        self.name = name
-        self.model_id = config.model_id
-        self._config = config
-        self._secrets = secrets
-        self._client = client
-        self._key: str | None = None
 
     def _body(self, request: ModelRequest) -> dict[str, Any]:
         config = self._config
@@ -109,17 +92,16 @@ class AnthropicMessagesModel:
         return body
 
     async def request(self, request: ModelRequest) -> ModelResponse:
-        if self._key is None:  # resolved on first use: an unused fallback never reads it
-            self._key = self._secrets(self._config.api_key)
+        key = self._api_key() or ""
         base = str(self._config.base_url or "https://api.anthropic.com").rstrip("/")
         answer = await post_json(
             self._client,
             "anthropic",
             f"{base}/v1/messages",
-            headers={"x-api-key": self._key, "anthropic-version": API_VERSION},
+            headers={"x-api-key": key, "anthropic-version": API_VERSION},
             body=self._body(request),
             timeout=self._config.timeout,
-            secret=self._key,
+            secret=key,
         )
         content = answer.get("content")
         if not isinstance(content, list):

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
-
 from runtime.errors import ModelError
 from runtime.messages import AssistantMessage, Message, ToolCall, ToolResultMessage, Usage
 from runtime.models.anthropic import merge_turns
-from runtime.models.base import ModelRequest, ModelResponse, SecretResolver, StopReason
-from runtime.models.openai_chat import post_json
+from runtime.models.base import ModelRequest, ModelResponse, StopReason
+from runtime.models.http import HttpModel, post_json
 from runtime.spec.models import GeminiModel as GeminiConfig
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
@@ -44,22 +42,8 @@ def gemini_contents(messages: list[Message]) -> list[dict[str, Any]]:
     return merge_turns(turns, key="parts")
 
 
-class GeminiModel:
+class GeminiModel(HttpModel[GeminiConfig]):
     """One POST models/{model}:generateContent per request."""
-
-    def __init__(
-        self,
-        name: str,
-        config: GeminiConfig,
-        secrets: SecretResolver,
-        client: httpx.AsyncClient | None = None,
-    ):
-        self.name = name
-        self.model_id = config.model_id
-        self._config = config
-        self._secrets = secrets
-        self._client = client
-        self._key: str | None = None
 
     def _body(self, request: ModelRequest) -> dict[str, Any]:
         config = self._config
@@ -84,18 +68,17 @@ class GeminiModel:
         return body
 
     async def request(self, request: ModelRequest) -> ModelResponse:
-        if self._key is None:  # resolved on first use: an unused fallback never reads it
-            self._key = self._secrets(self._config.api_key)
+        key = self._api_key() or ""
         base = str(self._config.base_url or DEFAULT_BASE_URL).rstrip("/")
         model = self._config.model_id.removeprefix("models/")
         answer = await post_json(
             self._client,
             "gemini",
             f"{base}/v1beta/models/{model}:generateContent",
-            headers={"x-goog-api-key": self._key},
+            headers={"x-goog-api-key": key},
             body=self._body(request),
             timeout=self._config.timeout,
-            secret=self._key,
+            secret=key,
         )
         return self._parse(answer, request.call_number)
 

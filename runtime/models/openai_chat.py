@@ -1,25 +1,17 @@
 """OpenAI Chat Completions, also spoken by Azure OpenAI, Ollama and OpenAI-compatible servers.
 
 The four providers differ only in the URL, the auth header and the token-limit field, so one
-class serves them all. `post_json` (the HTTP call and its error mapping) lives here too and
-is shared with the Anthropic and Gemini providers, so every HTTP provider fails the same way.
+class serves them all.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import httpx
-
-from runtime.errors import ModelError, TransientModelError
+from runtime.errors import ModelError
 from runtime.messages import AssistantMessage, Message, ToolCall, ToolResultMessage, Usage
-from runtime.models.base import (
-    ModelRequest,
-    ModelResponse,
-    SecretResolver,
-    StopReason,
-    error_for_status,
-)
+from runtime.models.base import ModelRequest, ModelResponse, StopReason
+from runtime.models.http import HttpModel, post_json
 from runtime.spec.models import (
     AzureOpenAIModel,
     OllamaModel,
@@ -30,73 +22,6 @@ from runtime.spec.models import (
 OpenAIConfig = OpenAIModel | AzureOpenAIModel | OllamaModel | OpenAICompatibleModel
 
 _FINISH: dict[str, StopReason] = {"length": "max_tokens", "tool_calls": "tool_use"}
-
-
-def scrub(text: str, secret: str | None) -> str:
-    """`text` with the secret blanked, for servers that echo a bad key back."""
-    return text.replace(secret, "***") if secret else text
-
-
-def error_message(response: httpx.Response) -> str:
-    """The human part of an error body: `{"error": {"message", "type"|"status"}}` in all the
-    providers' dialects (Gemini sometimes wraps it in a list), else the raw text."""
-    try:
-        body: Any = response.json()
-    except ValueError:
-        body = None
-    if isinstance(body, list) and body:
-        body = body[0]
-    error = body.get("error") if isinstance(body, dict) else None
-    if isinstance(error, str):
-        return error
-    if isinstance(error, dict):
-        message = str(error.get("message") or "")
-        kind = error.get("type") or error.get("status") or error.get("code")
-        return f"{kind}: {message}" if kind and message else message or str(kind or "")
-    return response.text[:500] or response.reason_phrase
-
-
-async def post_json(
-    client: httpx.AsyncClient | None,
-    provider: str,
-    url: str,
-    *,
-    headers: dict[str, str],
-    body: dict[str, Any],
-    timeout: float,
-    secret: str | None = None,
-) -> dict[str, Any]:
-    """POST `body` and return the JSON answer; every failure becomes a ModelError (transient
-    when retrying can help), with `secret` scrubbed from its text."""
-    try:
-        if client is None:
-            async with httpx.AsyncClient(timeout=timeout) as own:
-                response = await own.post(url, json=body, headers=headers, timeout=timeout)
-        else:
-            response = await client.post(url, json=body, headers=headers, timeout=timeout)
-    except httpx.TransportError as exc:
-        text = scrub(f"{provider} request failed: {type(exc).__name__}: {exc}", secret)
-        raise TransientModelError(text, provider=provider) from exc
-    status = response.status_code
-    if not response.is_success:
-        raise error_for_status(
-            provider, status, scrub(error_message(response), secret), response.headers
-        )
-    try:
-        answer = response.json()
-    except ValueError:
-        snippet = scrub(response.text[:200], secret)
-        raise ModelError(
-            f"{provider} answered HTTP {status} with invalid JSON: {snippet!r}",
-            status=status,
-            provider=provider,
-        ) from None
-    if not isinstance(answer, dict):
-        raise ModelError(
-            f"{provider} answered with a JSON {type(answer).__name__}, not an object",
-            provider=provider,
-        )
-    return answer
 
 
 def openai_messages(system: str, messages: list[Message]) -> list[dict[str, Any]]:
@@ -127,29 +52,9 @@ def openai_messages(system: str, messages: list[Message]) -> list[dict[str, Any]
     return wire
 
 
-class OpenAIChatModel:
+class OpenAIChatModel(HttpModel[OpenAIConfig]):
     """One Chat Completions call per request, for openai, azure_openai, ollama and
     openai_compatible."""
-
-    def __init__(
-        self,
-        name: str,
-        config: OpenAIConfig,
-        secrets: SecretResolver,
-        client: httpx.AsyncClient | None = None,
-    ):
-        self.name = name
-        self.model_id = config.model_id
-        self._config = config
-        self._secrets = secrets
-        self._client = client
-        self._key: str | None = None
-
-    def _api_key(self) -> str | None:
-        """Resolved on first use, so a fallback that never runs never reads its secret."""
-        if self._key is None and self._config.api_key:
-            self._key = self._secrets(self._config.api_key)
-        return self._key
 
     def _endpoint(self, key: str | None) -> tuple[str, dict[str, str]]:
         config = self._config

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 Effect = Literal["read_only", "idempotent", "at_most_once"]
@@ -41,7 +41,6 @@ class ToolContext:
     call_id: str
     blobs: Any = None  # runtime.store.base.BlobStore
     session_outputs: Callable[[], list[Any]] | None = None  # cached ToolResultMessages
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class Tool(Protocol):

@@ -1,0 +1,109 @@
+"""What the HTTP model providers share: the POST with its error mapping, and the lazy key.
+
+Every HTTP provider (OpenAI-compatible, Anthropic, Gemini) fails the same way: transport
+errors are transient, HTTP errors are classified by `error_for_status`, an echoed API key is
+scrubbed from every message.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Generic, TypeVar
+
+import httpx
+
+from runtime.errors import ModelError, TransientModelError
+from runtime.models.base import SecretResolver, error_for_status
+
+Config = TypeVar("Config")
+
+
+class HttpModel(Generic[Config]):
+    """A provider speaking HTTP with an API key from a secret reference."""
+
+    def __init__(
+        self,
+        name: str,
+        config: Config,
+        secrets: SecretResolver,
+        client: httpx.AsyncClient | None = None,
+    ):
+        self.name = name
+        self.model_id: str = config.model_id  # type: ignore[attr-defined]
+        self._config = config
+        self._secrets = secrets
+        self._client = client
+        self._key: str | None = None
+
+    def _api_key(self) -> str | None:
+        """Resolved on first use, so a fallback that never runs never reads its secret."""
+        reference = getattr(self._config, "api_key", None)
+        if self._key is None and reference:
+            self._key = self._secrets(reference)
+        return self._key
+
+
+def scrub(text: str, secret: str | None) -> str:
+    """`text` with the secret blanked, for servers that echo a bad key back."""
+    return text.replace(secret, "***") if secret else text
+
+
+def error_message(response: httpx.Response) -> str:
+    """The human part of an error body: `{"error": {"message", "type"|"status"}}` in all the
+    providers' dialects (Gemini sometimes wraps it in a list), else the raw text."""
+    try:
+        body: Any = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, list) and body:
+        body = body[0]
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, str):
+        return error
+    if isinstance(error, dict):
+        message = str(error.get("message") or "")
+        kind = error.get("type") or error.get("status") or error.get("code")
+        return f"{kind}: {message}" if kind and message else message or str(kind or "")
+    return response.text[:500] or response.reason_phrase
+
+
+async def post_json(
+    client: httpx.AsyncClient | None,
+    provider: str,
+    url: str,
+    *,
+    headers: dict[str, str],
+    body: dict[str, Any],
+    timeout: float,
+    secret: str | None = None,
+) -> dict[str, Any]:
+    """POST `body` and return the JSON answer; every failure becomes a ModelError (transient
+    when retrying can help), with `secret` scrubbed from its text."""
+    try:
+        if client is None:
+            async with httpx.AsyncClient(timeout=timeout) as own:
+                response = await own.post(url, json=body, headers=headers, timeout=timeout)
+        else:
+            response = await client.post(url, json=body, headers=headers, timeout=timeout)
+    except httpx.TransportError as exc:
+        text = scrub(f"{provider} request failed: {type(exc).__name__}: {exc}", secret)
+        raise TransientModelError(text, provider=provider) from exc
+    status = response.status_code
+    if not response.is_success:
+        raise error_for_status(
+            provider, status, scrub(error_message(response), secret), response.headers
+        )
+    try:
+        answer = response.json()
+    except ValueError:
+        snippet = scrub(response.text[:200], secret)
+        raise ModelError(
+            f"{provider} answered HTTP {status} with invalid JSON: {snippet!r}",
+            status=status,
+            provider=provider,
+        ) from None
+    if not isinstance(answer, dict):
+        raise ModelError(
+            f"{provider} answered with a JSON {type(answer).__name__}, not an object",
+            provider=provider,
+        )
+    return answer
