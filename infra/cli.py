@@ -173,6 +173,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Commands that only read a spec and write files: whatever goes wrong is one line, never a
+#: traceback (the spec checks report every real problem; this is the last resort).
+_ONE_LINE_ERRORS = {"validate", "build", "schema"}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -180,6 +185,12 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args))
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        if args.command not in _ONE_LINE_ERRORS:
+            raise
+        first = (str(exc).splitlines() or [""])[0][:300]
+        _err(f"agentfn {args.command}: internal error: {type(exc).__name__}: {first}")
+        return 2
 
 
 if __name__ == "__main__":

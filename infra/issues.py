@@ -26,10 +26,20 @@ def did_you_mean(word: object, candidates: Iterable[str]) -> str:
     """` did you mean 'tools'?` or empty: appended to messages about unknown names."""
     if not isinstance(word, str):
         return ""
-    pool = sorted(set(candidates))
+    pool = sorted({c for c in candidates if isinstance(c, str)})  # a YAML key may be 1 or True
     lowered = {c.lower(): c for c in pool}
     match = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.6)
     return f"; did you mean {lowered[match[0]]!r}?" if match else ""
+
+
+@dataclass(frozen=True)
+class RefProblem:
+    """A problem found by a check on the raw data (infra.references and the checks it runs):
+    its key path, and whether to report it at the key rather than the value."""
+
+    path: Path_
+    message: str
+    at_key: bool = False
 
 
 @dataclass(frozen=True, order=True)

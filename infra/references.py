@@ -12,24 +12,19 @@ import ast
 import fnmatch
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from infra.issues import did_you_mean
+from infra.issues import RefProblem, did_you_mean
 from infra.naming import logical_id
+from infra.run_limits import check_run_limits
+from infra.schema_checks import SPEC_REGEX_WORK, check_json_schema
 from infra.yamlsrc import Path_
+from runtime.regex_safety import Budget
 from runtime.spec.tools import BUILTIN_TOOLS, PYTHON_HANDLER_RE, URL_PARAM_RE
 from runtime.spec.types import SECRET_REF_RE
 
 SENSITIVE_HEADER = re.compile(r"authorization|api[-_]?key|token|secret|password|cookie", re.I)
-
-
-@dataclass(frozen=True)
-class RefProblem:
-    path: Path_
-    message: str
-    at_key: bool = False
 
 
 def _mapping(value: Any) -> dict[str, Any]:
@@ -48,6 +43,7 @@ def check_references(data: Any, project_dir: Path) -> list[RefProblem]:
     problems += _check_secrets(root)
     problems += _check_tools(root, project_dir)
     problems += _check_logical_ids(root)
+    problems += check_run_limits(root)
     return problems
 
 
@@ -199,9 +195,27 @@ def _strings(value: Any, path: Path_) -> Iterator[tuple[Path_, str]]:
             yield from _strings(item, (*path, index))
 
 
+def _resolves_secrets(path: Path_) -> bool:
+    """The only values the run time resolves `${secret:NAME}` in: HTTP tool and MCP server
+    `headers`, MCP stdio server `env`, and model `api_key`. Anywhere else the reference
+    would be sent literally (in a URL, a prompt, an argument…)."""
+    if len(path) == 4 and path[0] in ("tools", "mcp_servers") and path[2] == "headers":
+        return True
+    if len(path) == 4 and path[0] == "mcp_servers" and path[2] == "env":
+        return True
+    return len(path) == 3 and path[0] == "models" and path[2] == "api_key"
+
+
 def _check_secrets(root: dict[str, Any]) -> Iterator[RefProblem]:
     declared = _mapping(root.get("secrets"))
     for path, text in _strings({k: v for k, v in root.items() if k != "secrets"}, ()):
+        if "${secret:" in text and not _resolves_secrets(path):
+            yield RefProblem(
+                path,
+                "a secret reference here would be sent as written: ${secret:NAME} is resolved "
+                "only in HTTP tool and MCP server `headers`, MCP server `env` and model "
+                "`api_key` values",
+            )
         for name in SECRET_REF_RE.findall(text):
             if name not in declared:
                 hint = did_you_mean(name, declared)
@@ -226,12 +240,15 @@ def _check_secrets(root: dict[str, Any]) -> Iterator[RefProblem]:
 
 def _check_tools(root: dict[str, Any], project_dir: Path) -> Iterator[RefProblem]:
     package = root.get("tools_package", "tools")
+    budget = Budget(SPEC_REGEX_WORK)  # shared by every schema's patterns
     for name, raw in _mapping(root.get("tools")).items():
         tool = _mapping(raw)
         base: Path_ = ("tools", name)
         schema = tool.get("input_schema")
         if schema is not None:
-            yield from check_json_schema(schema, (*base, "input_schema"), require_object=True)
+            yield from check_json_schema(
+                schema, (*base, "input_schema"), budget, require_object=True
+            )
         if tool.get("type") == "python" and isinstance(tool.get("handler"), str):
             yield from _check_python_handler(
                 tool["handler"], package, project_dir, (*base, "handler")
@@ -252,7 +269,7 @@ def _check_tools(root: dict[str, Any], project_dir: Path) -> Iterator[RefProblem
     for name, raw in _mapping(root.get("agents")).items():
         schema = _mapping(raw).get("output_schema")
         if schema is not None:
-            yield from check_json_schema(schema, ("agents", name, "output_schema"))
+            yield from check_json_schema(schema, ("agents", name, "output_schema"), budget)
 
 
 def _check_python_handler(
@@ -295,25 +312,6 @@ def _check_python_handler(
         yield RefProblem(
             path, f"no public function {attr!r} in {module}{did_you_mean(attr, functions)}"
         )
-
-
-def check_json_schema(
-    schema: Any, path: Path_, *, require_object: bool = False
-) -> Iterator[RefProblem]:
-    """An embedded JSON Schema must itself be valid (checked against its metaschema)."""
-    import jsonschema  # build-time only; never shipped in the Lambda package
-
-    if not isinstance(schema, dict):
-        return  # the model reports the type
-    validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    try:
-        validator.check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        inner = tuple(exc.absolute_path)
-        yield RefProblem((*path, *inner), f"not a valid JSON Schema: {exc.message}")
-        return
-    if require_object and schema.get("type", "object") != "object":
-        yield RefProblem(path, "a tool's input_schema must have type: object")
 
 
 def _check_logical_ids(root: dict[str, Any]) -> Iterator[RefProblem]:

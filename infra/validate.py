@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from infra.issues import SpecIssue, did_you_mean, format_path
 from infra.references import check_references
-from infra.yamlsrc import Path_, YamlLoadError, load_yaml
+from infra.yamlsrc import Path_, YamlLoadError, load_yaml, read_spec_text
 from runtime.spec import AgentfnSpec
 from runtime.spec.types import NAME_PATTERN, SECRET_REF_PATTERN
 
@@ -46,13 +46,7 @@ def validate_text(text: str, file: str, project_dir: Path) -> ValidationResult:
     try:
         data, source = load_yaml(text)
     except YamlLoadError as exc:
-        return ValidationResult(
-            None,
-            [
-                SpecIssue(p.position.line, p.position.column, format_path(p.path), p.message, file)
-                for p in exc.problems
-            ],
-        )
+        return _load_failed(exc, file)
     if not isinstance(data, dict):
         return ValidationResult(
             None,
@@ -93,12 +87,24 @@ def validate_text(text: str, file: str, project_dir: Path) -> ValidationResult:
 
 def validate_file(path: Path) -> ValidationResult:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_spec_text(path)
     except OSError as exc:
         return ValidationResult(
-            None, [SpecIssue(0, 0, "(file)", f"cannot read: {exc.strerror}", str(path))]
+            None, [SpecIssue(0, 0, "(file)", f"cannot read: {exc.strerror or exc}", str(path))]
         )
+    except YamlLoadError as exc:
+        return _load_failed(exc, str(path))
     return validate_text(text, str(path), path.resolve().parent)
+
+
+def _load_failed(exc: YamlLoadError, file: str) -> ValidationResult:
+    return ValidationResult(
+        None,
+        [
+            SpecIssue(p.position.line, p.position.column, format_path(p.path), p.message, file)
+            for p in exc.problems
+        ],
+    )
 
 
 def _explain(error: Any, data: Any) -> tuple[Path_, str, bool]:

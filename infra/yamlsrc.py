@@ -3,6 +3,10 @@
 PyYAML's composer gives nodes with marks; we construct the plain data with the safe
 constructor and, in the same walk, record the position of each key path. Validation errors
 (from pydantic or from reference checks) are then reported at `file:line:column`.
+
+Loading is bounded (infra.yamlbounds): no file can make it slow, hungry or crash, and every
+problem it finds (syntax, limits, duplicate keys, keys YAML reads as something other than a
+name) is a located message, never a traceback.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from infra.yamlbounds import MAX_BYTES, BoundedLoader, LimitError, decode
 
 Path_ = tuple[str | int, ...]
 
@@ -63,15 +69,48 @@ def _pos(mark: yaml.Mark) -> Position:
     return Position(mark.line + 1, mark.column + 1)
 
 
+_STR_TAG = "tag:yaml.org,2002:str"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_KEY_KINDS = {
+    "tag:yaml.org,2002:bool": "the boolean {value}",
+    "tag:yaml.org,2002:int": "a number",
+    "tag:yaml.org,2002:float": "a number",
+    "tag:yaml.org,2002:null": "null (no value)",
+    "tag:yaml.org,2002:timestamp": "a date",
+}
+
+
+def _key_problem(key_node: yaml.Node) -> LoadProblem | None:
+    """Keys are names: YAML 1.1 reads `on`, `no`, `1`, `null` or `2024-01-01` as something
+    else, which no name, header or property can be (and every key must survive JSON)."""
+    if not isinstance(key_node, yaml.ScalarNode):
+        return LoadProblem(
+            "a key must be a plain name, not a list or mapping", _pos(key_node.start_mark)
+        )
+    if key_node.tag in (_STR_TAG, _MERGE_TAG):
+        return None
+    text = key_node.value
+    value = "true" if text.lower() in {"yes", "true", "on", "y"} else "false"
+    kind = _KEY_KINDS.get(key_node.tag, f"a {key_node.tag.rsplit(':', 1)[-1]}")
+    return LoadProblem(
+        f"key {text!r} is read by YAML as {kind.format(value=value)}, not a name; "
+        f"quote it: '{text}'",
+        _pos(key_node.start_mark),
+    )
+
+
 def _walk(node: yaml.Node, path: Path_, source: SourceMap, problems: list[LoadProblem]) -> None:
     source.values[path] = _pos(node.start_mark)
     if isinstance(node, yaml.MappingNode):
         seen: dict[Any, Position] = {}
         for key_node, value_node in node.value:
-            if (
-                not isinstance(key_node, yaml.ScalarNode)
-                or key_node.tag == "tag:yaml.org,2002:merge"
-            ):
+            problem = _key_problem(key_node)
+            if problem is not None:
+                named = isinstance(key_node, yaml.ScalarNode)
+                where = (*path, key_node.value) if named else path
+                problems.append(LoadProblem(problem.message, problem.position, where))
+                continue
+            if key_node.tag == _MERGE_TAG:
                 continue
             key = key_node.value
             child = (*path, key)
@@ -91,24 +130,48 @@ def _walk(node: yaml.Node, path: Path_, source: SourceMap, problems: list[LoadPr
             _walk(item, (*path, index), source, problems)
 
 
+def _syntax_message(exc: yaml.MarkedYAMLError) -> str:
+    """PyYAML's problem, and where the construct it was reading opened when that was on an
+    earlier line (`…; the flow mapping opened at line 3`): the real mistake is usually there."""
+    problem = exc.problem or str(exc)
+    context, opened = exc.context, exc.context_mark
+    if context and opened is not None and exc.problem_mark is not None:
+        what = context.removeprefix("while parsing ").removeprefix("while scanning ")
+        what = what.removeprefix("a ").removeprefix("an ")
+        if opened.line != exc.problem_mark.line:
+            return f"YAML syntax error: {problem}; the {what} opened at line {opened.line + 1}"
+        return f"YAML syntax error: {problem} (in the {what} at column {opened.column + 1})"
+    return f"YAML syntax error: {problem}" + (f" ({context})" if context else "")
+
+
+def _reader_position(text: str, index: int) -> Position:
+    before = text[:index]
+    return Position(before.count("\n") + 1, index - (before.rfind("\n") + 1) + 1)
+
+
 def load_yaml(text: str) -> tuple[Any, SourceMap]:
     """Parse one YAML document with the safe loader; return its data and source map.
 
-    Raises YamlLoadError for syntax errors and duplicate keys (which the safe loader would
-    otherwise resolve silently, last one wins).
+    Raises YamlLoadError for syntax errors, crossed limits, duplicate keys (which the safe
+    loader would otherwise resolve silently, last one wins) and keys that are not names.
     """
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = BoundedLoader(text)
+    except yaml.reader.ReaderError as exc:  # the pure-Python reader checks at once
+        raise YamlLoadError([_reader_problem(text, exc)]) from exc
     try:
         try:
             node = loader.get_single_node()
+        except LimitError as exc:
+            raise YamlLoadError([LoadProblem(exc.message, _pos(exc.mark))]) from exc
+        except yaml.reader.ReaderError as exc:
+            raise YamlLoadError([_reader_problem(text, exc)]) from exc
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
             position = _pos(mark) if mark else Position(1, 1)
-            problem = exc.problem or str(exc)
-            context = f" ({exc.context})" if exc.context else ""
-            raise YamlLoadError(
-                [LoadProblem(f"YAML syntax error: {problem}{context}", position)]
-            ) from exc
+            raise YamlLoadError([LoadProblem(_syntax_message(exc), position)]) from exc
+        except yaml.YAMLError as exc:  # anything else the parser reports, still located
+            raise YamlLoadError([LoadProblem(f"YAML error: {exc}", Position(1, 1))]) from exc
         if node is None:
             return None, SourceMap()
         source = SourceMap()
@@ -128,5 +191,24 @@ def load_yaml(text: str) -> tuple[Any, SourceMap]:
         loader.dispose()
 
 
+def _reader_problem(text: str, exc: yaml.reader.ReaderError) -> LoadProblem:
+    """A character YAML does not allow (control characters): at its line and column."""
+    return LoadProblem(
+        f"YAML error: character U+{exc.character:04X} is not allowed in YAML (a control "
+        "character); remove it",
+        _reader_position(text, exc.position),
+    )
+
+
+def read_spec_text(path: Path) -> str:
+    """A spec file's text; YamlLoadError (located) when it is too large or not UTF-8. Reads
+    at most one byte past the limit, so `/dev/zero` or a huge file costs nothing."""
+    with path.open("rb") as handle:
+        text = decode(handle.read(MAX_BYTES + 1))
+    if isinstance(text, LimitError):
+        raise YamlLoadError([LoadProblem(text.message, _pos(text.mark))])
+    return text
+
+
 def read_yaml_file(path: Path) -> tuple[Any, SourceMap]:
-    return load_yaml(path.read_text(encoding="utf-8"))
+    return load_yaml(read_spec_text(path))

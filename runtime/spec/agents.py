@@ -25,6 +25,11 @@ PROMPT_VARIABLES = (
 )
 
 
+#: S3 prefixes the engine writes its own records under (tool outputs, message bodies, run
+#: results); an agent's storage_prefix may not overlap them, or the model could rewrite them.
+RESERVED_PREFIXES = ("tool-cache/", "bodies/", "results/")
+
+
 def prompt_variables(template: str) -> list[str]:
     """The `{name}` fields of a system prompt, in order (raises ValueError on bad braces)."""
     return [field for _, field, _, _ in string.Formatter().parse(template) if field is not None]
@@ -108,6 +113,17 @@ class AgentConfig(SpecModel):
                 f"system_prompt has unbalanced braces ({exc}); "
                 "write {{ and }} for literal braces"
             ) from exc
+        for _, field, spec, conversion in string.Formatter().parse(value):
+            if field is not None and (spec or conversion):
+                # The prompt is filled with str.format: `{date:>1500000000}` would build a
+                # 1.5 GB string, `{date!r}` quotes it; a variable stands for its value only.
+                written = "{" + field + (f"!{conversion}" if conversion else "")
+                written += (f":{spec}" if spec else "") + "}"
+                raise ValueError(
+                    f"prompt variable {written} has a "
+                    f"{'conversion' if conversion else 'format spec'}; prompt variables take "
+                    f"neither: write {{{field}}}"
+                )
         unknown = [f for f in fields if f not in PROMPT_VARIABLES]
         if unknown:
             import difflib

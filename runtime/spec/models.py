@@ -14,9 +14,10 @@ from runtime.spec.types import Duration, Name, SecretRef
 
 
 class SpecModel(BaseModel):
-    """Base of every spec section: unknown keys are errors, not silently ignored."""
+    """Base of every spec section: unknown keys are errors, not silently ignored, and no
+    number is infinite or NaN (neither has a JSON form nor a meaning as a bound)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class RetrySettings(SpecModel):

@@ -10,9 +10,9 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from runtime.spec.agents import AgentConfig
 from runtime.spec.models import ModelConfig, SpecModel
@@ -47,6 +47,13 @@ class SecretConfig(SpecModel):
     )
 
 
+class ApiThrottle(SpecModel):
+    """Stage-wide API Gateway throttling: requests beyond it get 429 before reaching Lambda."""
+
+    rate_limit: float = Field(50.0, gt=0, le=10_000, description="Steady requests per second.")
+    burst_limit: int = Field(100, ge=1, le=5_000, description="Requests allowed in a burst.")
+
+
 class Deployment(SpecModel):
     """Settings of the generated SAM template."""
 
@@ -62,6 +69,18 @@ class Deployment(SpecModel):
     ] = 30
     event_bus: str = Field("default", min_length=1)
     tracing: bool = True
+    sweep_interval: Duration = Field(
+        300.0,
+        ge=60,
+        multiple_of=60,
+        description="How often the sweeper resumes stalled runs (whole minutes, at least 1m).",
+    )
+    api_throttle: ApiThrottle = Field(default_factory=ApiThrottle)
+    access_logs: bool = Field(
+        True,
+        description="API Gateway access logs (JSON). Needs the account's API Gateway "
+        "CloudWatch Logs role, set once per account and region (see README).",
+    )
 
 
 class AgentfnSpec(SpecModel):
@@ -76,6 +95,16 @@ class AgentfnSpec(SpecModel):
     mcp_servers: dict[Name, McpServerConfig] = Field(default_factory=dict)
     tools: dict[Name, ToolConfig] = Field(default_factory=dict)
     agents: dict[Name, AgentConfig] = Field(min_length=1)
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _whole_number_version(cls, value: Any) -> Any:
+        """YAML reads `1.0` as a float, `"1"` as a string and `true` as a boolean, and lax
+        validation would take two of them for 1: the version is the plain number."""
+        if isinstance(value, bool) or not isinstance(value, int):
+            written = str(value).lower() if isinstance(value, bool) else repr(value)
+            raise ValueError(f"version must be the whole number 1, unquoted (got {written})")
+        return value
 
     def to_compiled(self) -> dict[str, object]:
         """The JSON-ready form shipped in the Lambda package (aliases kept, so it reloads)."""

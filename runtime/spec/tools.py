@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, HttpUrl, model_validator
+from pydantic import Field, HttpUrl, field_validator
 
 from runtime.spec.models import SpecModel
 from runtime.spec.types import Duration
@@ -60,12 +60,21 @@ class HttpTool(_ToolBase):
         description="Hosts or CIDRs exempt from the SSRF guard (e.g. 127.0.0.1 for a local test).",
     )
 
-    @model_validator(mode="after")
-    def _absolute_url(self) -> HttpTool:
-        probe = URL_PARAM_RE.sub("x", self.url)
+    @field_validator("url")
+    @classmethod
+    def _absolute_url(cls, url: str) -> str:
+        probe = URL_PARAM_RE.sub("x", url)
         if not re.match(r"^https?://[^/{}]+", probe):
-            raise ValueError(f"url must be an absolute http(s) URL, got {self.url!r}")
-        return self
+            raise ValueError(f"url must be an absolute http(s) URL, got {url!r}")
+        # Arguments come from the model: in the host part they would choose the server
+        # (`https://{host}/x`, or `https://api.example.com{path}` → `…com.evil.net/`).
+        authority = re.split(r"[/?#]", url.split("://", 1)[1], maxsplit=1)[0]
+        if "{" in authority or "}" in authority:
+            raise ValueError(
+                f"url {url!r} has a placeholder in its host part; placeholders may fill "
+                "only the path (after the first '/' that follows the host) or the query"
+            )
+        return url
 
     def url_params(self) -> list[str]:
         return URL_PARAM_RE.findall(self.url)

@@ -6,6 +6,7 @@ Each type validates *and* documents itself in the JSON Schema, so an editor usin
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Annotated, Any
 
@@ -24,11 +25,12 @@ def parse_duration(value: Any) -> Any:
     if isinstance(value, bool):
         raise ValueError("expected a duration like 30s, 5m, 1h or a number of seconds")
     if isinstance(value, int | float):
-        return float(value)
+        return _bounded(float(min(value, MAX_DURATION + 1)), value)  # no float(10**400)
     if isinstance(value, str):
         text = value.strip().replace(" ", "")
         if text and re.fullmatch(DURATION_PATTERN, text):
-            return sum(float(n) * _DURATION_UNITS[u] for n, u in _DURATION_PART.findall(text))
+            seconds = sum(float(n) * _DURATION_UNITS[u] for n, u in _DURATION_PART.findall(text))
+            return _bounded(seconds, value)
         raise ValueError(
             f"{value!r} is not a duration; expected a number of seconds or a value like "
             "30s, 5m, 1h, 1h30m, 250ms, 2d"
@@ -36,9 +38,22 @@ def parse_duration(value: Any) -> Any:
     return value
 
 
+#: No duration in a spec means more than ten years; anything longer is a typo, and a number
+#: that large (or infinite) breaks the timers, timeouts and templates it ends up in.
+MAX_DURATION = 10 * 365 * 86_400.0
+
+
+def _bounded(seconds: float, written: Any) -> float:
+    if not math.isfinite(seconds) or seconds > MAX_DURATION:
+        raise ValueError(
+            f"{written!r} is not a usable duration: durations are finite and at most 10 years"
+        )
+    return seconds
+
+
 _DURATION_JSON_SCHEMA = {
     "anyOf": [
-        {"type": "number", "minimum": 0, "description": "seconds"},
+        {"type": "number", "minimum": 0, "maximum": MAX_DURATION, "description": "seconds"},
         {"type": "string", "pattern": DURATION_PATTERN, "examples": ["30s", "5m", "1h"]},
     ]
 }

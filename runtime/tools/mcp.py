@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from runtime.schema_check import unusable
 from runtime.spec.tools import HttpMcpServer, StdioMcpServer
 from runtime.tools.base import FunctionTool, RichOutput, Tool, ToolContext, ToolError
 
@@ -231,7 +232,12 @@ class McpToolset:
                     failures.append(McpFailure(server, f"server {server} has no tool {missing}"))
                 for offer in listing:
                     if wanted is None or offer.name in wanted:
-                        tool = self._make_tool(server, offer)
+                        problem = unusable(offer.input_schema or {"type": "object"})
+                        if problem is not None:
+                            failures.append(
+                                McpFailure(server, unusable_message(offer.name, problem))
+                            )
+                        tool = self._make_tool(server, offer, problem)
                         if tool.name in tools:  # two names that sanitise alike
                             tool.name = tool_name(server, offer.name, hashed=True)
                         tools[tool.name] = tool
@@ -270,19 +276,30 @@ class McpToolset:
             cursor = page.next_cursor
         return listing
 
-    def _make_tool(self, server: str, tool: McpTool) -> FunctionTool:
+    def _make_tool(self, server: str, tool: McpTool, problem: str | None = None) -> FunctionTool:
+        """The tool as the engine sees it. With a `problem` (its input schema is unusable) the
+        schema is neither compiled nor sent to the model (a provider may refuse the whole
+        request over it): the tool stays listed and each call is an error saying why."""
         config = self._servers[server]
         hints = tool.annotations
+        schema = tool.input_schema or {"type": "object"}
+        func: Any = partial(self._call, server, tool.name)
+        if problem is not None:
+            schema = {"type": "object"}
+            func = partial(
+                _refuse_call, f"MCP server {server!r}: " + unusable_message(tool.name, problem)
+            )
         return FunctionTool(
             name=tool_name(server, tool.name),
             description=tool.description or tool.name,
-            input_schema=tool.input_schema or {"type": "object"},
-            func=partial(self._call, server, tool.name),
+            input_schema=schema,
+            func=func,
             effect="read_only" if hints and hints.read_only_hint else config.effect,
             timeout=config.timeout,
             destructive=bool(hints and hints.destructive_hint),
             cache_outputs=True,
             reuse_cached=False,
+            reference=f"mcp:{server}/{tool.name}",  # the identity rules match, never the name
         )
 
     async def _call(
@@ -320,6 +337,14 @@ class McpToolset:
         if self._group is None:
             raise RuntimeError("McpToolset is used outside its `async with` block")
         return self._group
+
+
+def unusable_message(tool: str, problem: str) -> str:
+    return f"the server's input schema for tool {tool!r} is unusable: {problem}"
+
+
+async def _refuse_call(message: str, arguments: dict[str, Any], ctx: ToolContext) -> Any:
+    raise ToolError(f"{message}; the tool cannot be called")
 
 
 def to_rich_output(result: CallToolResult) -> RichOutput:

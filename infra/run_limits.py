@@ -1,0 +1,115 @@
+"""Values that are fine one by one but break a deployed run: waits that outlast the run's own
+data or Step Functions' limits, and a storage prefix inside the engine's own S3 prefixes.
+
+- An approval or clarification wait compiles into a Step Functions `TimeoutSeconds` (whole
+  seconds, at least 1; a Standard execution lives at most a year) and must end before
+  `deployment.retention` expires the run's state and message bodies: a run resumed after
+  that finds nothing to resume.
+- `session.ttl` keeps a session's history, whose bodies are S3 objects that expire with
+  `deployment.retention`: a longer ttl would keep references to deleted bodies.
+- `storage_prefix` is where `builtin:storage_write` writes what the model chooses; inside
+  `tool-cache/`, `bodies/` or `results/` the model could overwrite the engine's records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from infra.issues import RefProblem
+from infra.yamlsrc import Path_
+from runtime.spec.agents import RESERVED_PREFIXES
+from runtime.spec.types import parse_duration
+
+#: Step Functions Standard workflows run at most one year.
+SFN_MAX_SECONDS = 365 * 86_400
+DEFAULT_RETENTION = 30 * 86_400.0
+DEFAULT_WAIT = 86_400.0  # defaults.approval_timeout and defaults.input_timeout
+
+
+def check_run_limits(root: dict[str, Any]) -> Iterator[RefProblem]:
+    deployment = _mapping(root.get("deployment"))
+    retention = _seconds(deployment.get("retention", DEFAULT_RETENTION))
+    if retention is None:
+        return  # the model reports the value
+    written = "retention" in deployment
+    limit = f"deployment.retention ({_human(retention)}{'' if written else ', the default'})"
+    defaults = _mapping(root.get("defaults"))
+    waits: list[tuple[Path_, Any]] = []
+    for key in ("approval_timeout", "input_timeout"):
+        if key in defaults:
+            waits.append((("defaults", key), defaults[key]))
+        elif written and retention < DEFAULT_WAIT:
+            yield RefProblem(
+                ("deployment", "retention"),
+                f"retention {_human(retention)} is shorter than defaults.{key} (24h, the "
+                "default): runs would expire while they wait; set a longer retention or a "
+                f"shorter defaults.{key}",
+            )
+    for name, raw in _mapping(root.get("agents")).items():
+        agent = _mapping(raw)
+        if "input_timeout" in agent:
+            waits.append((("agents", name, "input_timeout"), agent["input_timeout"]))
+        for i, rule in enumerate(agent.get("approval") or []):
+            if isinstance(rule, dict) and "timeout" in rule:
+                waits.append((("agents", name, "approval", i, "timeout"), rule["timeout"]))
+        ttl = _seconds(_mapping(agent.get("session")).get("ttl"))
+        if ttl is not None and ttl > retention:
+            yield RefProblem(
+                ("agents", name, "session", "ttl"),
+                f"session ttl {_human(ttl)} is longer than {limit}: the session's message "
+                "bodies expire with the retention; raise the retention or shorten the ttl",
+            )
+        yield from _check_storage_prefix(name, agent.get("storage_prefix"))
+    for path, value in waits:
+        seconds = _seconds(value)
+        if seconds is None:
+            continue
+        if seconds < 1:
+            yield RefProblem(path, "a wait lasts at least 1s (Step Functions counts whole seconds)")
+        elif seconds > SFN_MAX_SECONDS:
+            yield RefProblem(
+                path,
+                f"a wait of {_human(seconds)} is longer than a Step Functions execution may "
+                "run (1 year)",
+            )
+        elif seconds > retention:
+            yield RefProblem(
+                path,
+                f"a wait of {_human(seconds)} is longer than {limit}: the run's state would "
+                "expire while it waits; raise the retention or shorten the wait",
+            )
+
+
+def _check_storage_prefix(agent: str, prefix: Any) -> Iterator[RefProblem]:
+    if not isinstance(prefix, str):
+        return
+    effective = prefix.replace("{agent}", agent)
+    for reserved in RESERVED_PREFIXES:
+        if effective.startswith(reserved) or reserved.startswith(effective):
+            yield RefProblem(
+                ("agents", agent, "storage_prefix"),
+                f"storage_prefix {effective!r} overlaps the engine's own {reserved!r} prefix "
+                f"(reserved: {', '.join(RESERVED_PREFIXES)}); choose another, e.g. "
+                f"'storage/{agent}/'",
+            )
+            return
+
+
+def _seconds(value: Any) -> float | None:
+    try:
+        seconds = parse_duration(value)
+    except ValueError:
+        return None
+    return seconds if isinstance(seconds, float) else None
+
+
+def _human(seconds: float) -> str:
+    for unit, size in (("d", 86_400), ("h", 3_600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return f"{seconds:g}s"
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
