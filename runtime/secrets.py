@@ -4,15 +4,23 @@ and never logged.
 Order: an environment override `AGENTFN_SECRET_<NAME>` (NAME upper-cased, non-alphanumerics
 as `_`; for local runs and tests), then Secrets Manager or SSM Parameter Store as the spec
 declares (through Powertools Parameters, imported only when a secret is first needed).
+
+Every value resolved is remembered for the life of the process, whichever resolver read
+it (the engine builds one per model and one for tools), so one Redactor covers every secret
+the process could have sent anywhere: `redactor()` / `redact()` here or on any resolver.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
+import threading
 from collections.abc import Callable
+from typing import Any
 
 from runtime.errors import AgentfnError
+from runtime.redaction import RedactingFilter, Redactor
 from runtime.spec import AgentfnSpec
 from runtime.spec.types import SECRET_REF_RE
 
@@ -37,12 +45,52 @@ def _fetch_from_aws(source: str, target: str) -> str:
     return str(parameters.get_secret(target, max_age=CACHE_SECONDS))
 
 
+_lock = threading.Lock()
+_resolved: dict[str, None] = {}  # insertion-ordered set of every value resolved
+_current = Redactor()
+
+
+def remember(value: str) -> None:
+    """Add a value to the process's redaction set; the Redactor is rebuilt only when the
+    value is new, which happens once per secret (and per rotation) in a warm container."""
+    global _current
+    if not value or value in _resolved:
+        return
+    with _lock:
+        if value not in _resolved:
+            _resolved[value] = None
+            _current = Redactor(_resolved)
+
+
+def redactor() -> Redactor:
+    """The Redactor over every secret value this process has resolved so far."""
+    return _current
+
+
+def redact(value: Any) -> Any:
+    """`value` (text or a nested JSON-able value) with every resolved secret redacted."""
+    return _current.redact(value)
+
+
+def forget_all() -> None:
+    """Drop every remembered value (tests that must not see each other's secrets)."""
+    global _current
+    with _lock:
+        _resolved.clear()
+        _current = Redactor()
+
+
 class SecretResolver:
     def __init__(self, spec: AgentfnSpec, fetch: Callable[[str, str], str] = _fetch_from_aws):
         self._spec = spec
         self._fetch = fetch
 
     def value(self, name: str) -> str:
+        value = self._read(name)
+        remember(value)
+        return value
+
+    def _read(self, name: str) -> str:
         override = os.environ.get(env_name(name))
         if override is not None:
             return override
@@ -59,3 +107,21 @@ class SecretResolver:
 
     def __call__(self, text: str) -> str:
         return SECRET_REF_RE.sub(lambda m: self.value(m.group(1)), text)
+
+    def redactor(self) -> Redactor:
+        """Every secret resolved in this process so far (by any resolver), every spelling."""
+        return redactor()
+
+    def redact(self, value: Any) -> Any:
+        """`value` (text, or dicts and lists of them) with every resolved secret redacted."""
+        return redact(value)
+
+
+def protect_logs(*loggers: logging.Logger) -> None:
+    """Redact every resolved secret from what these loggers' handlers write (the root
+    logger's, by default: Lambda's own handler, so every library's records are covered).
+    Idempotent: a warm container calls it on every cold start path without stacking."""
+    for logger in loggers or (logging.getLogger(),):
+        for handler in logger.handlers:
+            if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+                handler.addFilter(RedactingFilter(redactor))

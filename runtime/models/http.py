@@ -2,7 +2,8 @@
 
 Every HTTP provider (OpenAI-compatible, Anthropic, Gemini) fails the same way: transport
 errors are transient, HTTP errors are classified by `error_for_status`, an echoed API key is
-scrubbed from every message.
+redacted from every message in every spelling (a raw error body shows it JSON-escaped), and
+so is any other secret the process has resolved.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any, Generic, TypeVar
 
 import httpx
 
+from runtime import secrets as resolved_secrets
 from runtime.errors import ModelError, TransientModelError
 from runtime.models.base import SecretResolver, error_for_status
 
@@ -43,13 +45,16 @@ class HttpModel(Generic[Config]):
 
 
 def scrub(text: str, secret: str | None) -> str:
-    """`text` with the secret blanked, for servers that echo a bad key back."""
-    return text.replace(secret, "***") if secret else text
+    """`text` with the key and every resolved secret redacted, for servers that echo a bad
+    key back. The key is named too: a test or caller may resolve it without the process's
+    SecretResolver."""
+    return resolved_secrets.redactor().including([secret] if secret else []).redact_text(text)
 
 
-def error_message(response: httpx.Response) -> str:
+def error_message(response: httpx.Response, secret: str | None = None) -> str:
     """The human part of an error body: `{"error": {"message", "type"|"status"}}` in all the
-    providers' dialects (Gemini sometimes wraps it in a list), else the raw text."""
+    providers' dialects (Gemini sometimes wraps it in a list), else the raw text, redacted
+    before it is cut so no piece of a key survives at the cut."""
     try:
         body: Any = response.json()
     except ValueError:
@@ -58,12 +63,13 @@ def error_message(response: httpx.Response) -> str:
         body = body[0]
     error = body.get("error") if isinstance(body, dict) else None
     if isinstance(error, str):
-        return error
+        return scrub(error, secret)
     if isinstance(error, dict):
         message = str(error.get("message") or "")
         kind = error.get("type") or error.get("status") or error.get("code")
-        return f"{kind}: {message}" if kind and message else message or str(kind or "")
-    return response.text[:500] or response.reason_phrase
+        text = f"{kind}: {message}" if kind and message else message or str(kind or "")
+        return scrub(text, secret)
+    return scrub(response.text, secret)[:500] or response.reason_phrase
 
 
 async def post_json(
@@ -89,13 +95,11 @@ async def post_json(
         raise TransientModelError(text, provider=provider) from exc
     status = response.status_code
     if not response.is_success:
-        raise error_for_status(
-            provider, status, scrub(error_message(response), secret), response.headers
-        )
+        raise error_for_status(provider, status, error_message(response, secret), response.headers)
     try:
         answer = response.json()
     except ValueError:
-        snippet = scrub(response.text[:200], secret)
+        snippet = scrub(response.text, secret)[:200]
         raise ModelError(
             f"{provider} answered HTTP {status} with invalid JSON: {snippet!r}",
             status=status,

@@ -1,32 +1,34 @@
 """`type: http` tools and the opt-in `http_request` builtin.
 
-Both go through the SSRF guard (runtime.tools.ssrf) on every connection, send the call id as
-`Idempotency-Key` so a retried call can be deduplicated by the server, and return a
+Both go through the SSRF guard (runtime.tools.ssrf) on every connection, send the run and
+call id as `Idempotency-Key` so a retried call can be deduplicated by the server, and return a
 RichOutput: compact text for the model, the parsed body in `full` for the output cache.
-Secret header values are resolved at call time and scrubbed from anything a model could
-read (outputs and error messages), in case a server or an exception echoes them back.
+Secret header values are resolved at call time and redacted, in every spelling (raw, JSON-
+or URL-escaped, ...; see runtime.redaction), from anything a model could read (outputs and
+error messages), in case a server or an exception echoes them back. Headers built from
+secrets are never sent on to another origin by a redirect (runtime.tools.ssrf.send).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
 from urllib.parse import quote
 
 import httpx
 
+from runtime.redaction import Redactor, redactor_for
 from runtime.spec.tools import URL_PARAM_RE, HttpTool
 from runtime.spec.types import SECRET_REF_RE
 from runtime.tools.base import FunctionTool, RichOutput, ToolContext, ToolError
-from runtime.tools.ssrf import MAX_REDIRECTS, Allowlist, guarded_client, precheck
+from runtime.tools.ssrf import MAX_REDIRECTS, Allowlist, guarded_client, precheck, send
 
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_CHARS = 10_000
 #: Bytes of a response body read at most: the cache keeps `full`, so it must stay bounded.
 MAX_RESPONSE_BYTES = 5 * 1024 * 1024
 USER_AGENT = "agentfn"
-REDACTED = "[redacted]"
 _QUERY_BY_DEFAULT = {"GET", "HEAD", "DELETE"}
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]
 
@@ -57,22 +59,17 @@ def _query_value(value: Any) -> str | list[str]:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def _redact(value: Any, secrets: list[str]) -> Any:
-    if isinstance(value, str):
-        for secret in secrets:
-            value = value.replace(secret, REDACTED)
-        return value
-    if isinstance(value, list):
-        return [_redact(v, secrets) for v in value]
-    if isinstance(value, dict):
-        return {_redact(k, secrets): _redact(v, secrets) for k, v in value.items()}
-    return value
+class ResolvedHeaders(NamedTuple):
+    headers: dict[str, str]
+    #: The secret values sent, to redact from whatever comes back.
+    secrets: list[str]
+    #: Names of the headers built from a secret, never sent on to another origin.
+    credentials: list[str]
 
 
-def resolve_headers(
-    templates: dict[str, str], secrets: Callable[[str], str]
-) -> tuple[dict[str, str], list[str]]:
-    """Headers with `${secret:NAME}` resolved, and the secret values used (for redaction)."""
+def resolve_headers(templates: dict[str, str], secrets: Callable[[str], str]) -> ResolvedHeaders:
+    """Headers with `${secret:NAME}` resolved, the secret values used and the headers that
+    hold them."""
     used: list[str] = []
 
     def one(match: Any) -> str:
@@ -82,7 +79,8 @@ def resolve_headers(
         return value
 
     resolved = {name: SECRET_REF_RE.sub(one, value) for name, value in templates.items()}
-    return resolved, sorted(set(used), key=len, reverse=True)
+    credentials = [name for name, value in templates.items() if SECRET_REF_RE.search(value)]
+    return ResolvedHeaders(resolved, sorted(set(used)), credentials)
 
 
 def _failure(exc: Exception, method: str, url: str, timeout: float) -> str:
@@ -107,7 +105,7 @@ async def _read_capped(response: httpx.Response) -> tuple[bytes, bool]:
     return b"".join(chunks), False
 
 
-def _output(response: httpx.Response, data: bytes, cut: bool, secrets: list[str]) -> RichOutput:
+def _output(response: httpx.Response, data: bytes, cut: bool, redactor: Redactor) -> RichOutput:
     content_type = response.headers.get("content-type", "")
     try:
         text = data.decode(response.encoding or "utf-8", errors="replace")
@@ -133,7 +131,7 @@ def _output(response: httpx.Response, data: bytes, cut: bool, secrets: list[str]
         "body": body,
     }
     return RichOutput(
-        text=_redact(text, secrets), full=_redact(full, secrets), is_error=status >= 400
+        text=redactor.redact_text(text), full=redactor.redact(full), is_error=status >= 400
     )
 
 
@@ -145,20 +143,23 @@ async def perform(
     ctx: ToolContext,
     allow: Allowlist,
     timeout: float,
-    secrets: list[str] | None = None,
+    secrets: Iterable[str] = (),
+    credentials: Iterable[str] = (),
     **body: Any,
 ) -> RichOutput:
     """Send one guarded request (`body`: httpx's params=, json= or content=) and shape the
-    response; network failures become ToolErrors with the secrets scrubbed."""
+    response; network failures become ToolErrors. `secrets` (values) are redacted from both;
+    `credentials` (header names) are dropped on a redirect to another origin, as are headers
+    whose names look like credentials."""
     precheck(url, allow)
-    secrets = secrets or []
+    redactor = redactor_for(secrets)
     all_headers = httpx.Headers(headers)
-    all_headers["Idempotency-Key"] = ctx.call_id
+    all_headers["Idempotency-Key"] = ctx.idempotency_key  # the run and the call: never reused
     all_headers["User-Agent"] = USER_AGENT
     try:
         async with guarded_client(allow, timeout) as client:
             request = client.build_request(method, url, headers=all_headers, **body)
-            response = await client.send(request, stream=True)
+            response = await send(client, request, credentials=credentials)
             try:
                 data, cut = await _read_capped(response)
             finally:
@@ -166,8 +167,8 @@ async def perform(
     except ToolError:
         raise  # SsrfBlocked: its message names only the host and the reason
     except (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError) as exc:
-        raise ToolError(_redact(_failure(exc, method, url, timeout), secrets)) from None
-    return _output(response, data, cut, secrets)
+        raise ToolError(redactor.redact_text(_failure(exc, method, url, timeout))) from None
+    return _output(response, data, cut, redactor)
 
 
 def _default_schema(config: HttpTool) -> dict[str, Any]:
@@ -188,7 +189,7 @@ def http_tool(name: str, config: HttpTool, secrets: Callable[[str], str]) -> Fun
 
     async def invoke(arguments: dict[str, Any], ctx: ToolContext) -> RichOutput:
         url, rest = fill_url(config.url, arguments)
-        headers, used = resolve_headers(config.headers, secrets)
+        headers = resolve_headers(config.headers, secrets)
         body: dict[str, Any] = {}
         if args_in == "body":
             body = {"json": rest}
@@ -198,11 +199,12 @@ def http_tool(name: str, config: HttpTool, secrets: Callable[[str], str]) -> Fun
         return await perform(
             config.method,
             url,
-            headers=headers,
+            headers=headers.headers,
             ctx=ctx,
             allow=allow,
             timeout=timeout,
-            secrets=used,
+            secrets=headers.secrets,
+            credentials=headers.credentials,
             **body,
         )
 

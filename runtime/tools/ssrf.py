@@ -6,6 +6,10 @@ connection if any address is blocked, and connects to the checked IP literal. Th
 window between check and connect for DNS rebinding, and every redirect hop that opens a new
 connection is checked again. TLS SNI and the Host header still use the original host name,
 because httpcore builds them from the request's origin, not from what `connect_tcp` dials.
+
+Redirects are followed by `send` here, not by httpx: httpx drops only `Authorization` when a
+redirect leaves the origin, so a server could bounce an `X-Api-Key` to a host of its choice.
+`send` drops every credential header whenever a hop changes scheme, host or port.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import re
 import socket
 import ssl
 from collections.abc import Iterable
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from urllib.parse import urlsplit
 
 import httpcore
@@ -37,6 +42,11 @@ _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 _V4_COMPATIBLE = ipaddress.ip_network("::/96")
 # What inet_aton might accept: decimal, octal, hex and short dotted forms (`127.1`).
 _LEGACY_V4_RE = re.compile(r"^[0-9a-fA-FxX.]+$")
+#: Header names that carry credentials by convention (Authorization, Proxy-Authorization,
+#: Cookie, X-Api-Key, X-Auth-Token, ...): they never follow a redirect to another origin.
+CREDENTIAL_HEADER_RE = re.compile(
+    r"auth|cookie|api[-_]?key|token|secret|passw|credential|session|signature", re.I
+)
 
 
 class SsrfBlocked(ToolError):
@@ -265,11 +275,49 @@ def precheck(url: str, allow: Allowlist) -> None:
 
 def guarded_client(allow: Allowlist, timeout: float) -> httpx.AsyncClient:
     """An AsyncClient whose every connection (every redirect hop included) is vetted;
-    environment proxies and .netrc are ignored (trust_env=False)."""
+    environment proxies and .netrc are ignored (trust_env=False). It follows no redirect
+    itself (`send` does) and keeps no cookies: a cookie a server sets is not sent on."""
     return httpx.AsyncClient(
         transport=GuardedTransport(allow),
         timeout=timeout,
-        follow_redirects=True,
-        max_redirects=MAX_REDIRECTS,
+        follow_redirects=False,
         trust_env=False,
+        cookies=CookieJar(DefaultCookiePolicy(allowed_domains=[])),
     )
+
+
+def _port(url: httpx.URL) -> int | None:
+    return url.port or {"http": 80, "https": 443}.get(url.scheme)
+
+
+def same_origin(a: httpx.URL, b: httpx.URL) -> bool:
+    """Same scheme, host and (effective) port: an https→http downgrade is another origin."""
+    return a.scheme == b.scheme and a.host == b.host and _port(a) == _port(b)
+
+
+def is_credential_header(name: str) -> bool:
+    return CREDENTIAL_HEADER_RE.search(name) is not None
+
+
+async def send(
+    client: httpx.AsyncClient, request: httpx.Request, *, credentials: Iterable[str] = ()
+) -> httpx.Response:
+    """Send `request`, following up to MAX_REDIRECTS redirects, and return the last response
+    unread (streaming; the caller closes it). On a hop to another origin every credential
+    header is dropped: the names in `credentials` (headers built from secrets, whatever
+    they are called) and every name that looks like one. A dropped header stays dropped
+    for the rest of the chain, even back on the first origin. Redirect bodies are not read.
+    """
+    named = {name.lower() for name in credentials}
+    for _hop in range(MAX_REDIRECTS + 1):
+        response = await client.send(request, stream=True, follow_redirects=False)
+        following = response.next_request
+        if following is None:
+            return response
+        await response.aclose()
+        if not same_origin(request.url, following.url):
+            for name in list(following.headers):
+                if name.lower() in named or is_credential_header(name):
+                    del following.headers[name]
+        request = following
+    raise httpx.TooManyRedirects("Exceeded maximum allowed redirects.", request=request)

@@ -85,7 +85,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, {"slept": True})
         elif path == "/echo-headers":
             status = int(query.get("status", ["200"])[0])
-            self._json(status, {"headers": headers})
+            if query.get("as") == ["text"]:  # JSON text the tool does not parse: as escaped
+                body = json.dumps({"headers": headers}).encode()
+                self._send(status, body, "text/plain; charset=utf-8")
+            else:
+                self._json(status, {"headers": headers})
         else:
             self._json(
                 200,

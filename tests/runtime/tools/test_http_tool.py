@@ -137,6 +137,48 @@ def test_secret_headers_are_sent_but_never_shown(server: LocalServer) -> None:
     assert errored.is_error and SECRET not in errored.text + json.dumps(errored.full)
 
 
+#: `"` and a backslash change under JSON escaping, `/` under some servers' JSON, `&` in URLs.
+QUOTED_SECRET = 'k3y"with\\back/slash&quote'
+
+
+def quoted_secrets(text: str) -> str:
+    return text.replace("${secret:tok}", QUOTED_SECRET)
+
+
+def spellings_of_quoted_secret() -> list[str]:
+    once = json.dumps(QUOTED_SECRET)[1:-1]
+    return [QUOTED_SECRET, once, once.replace("/", "\\/"), json.dumps(once)[1:-1]]
+
+
+@pytest.mark.parametrize("status", ["200", "500"])
+@pytest.mark.parametrize("content", ["json", "text"])
+def test_a_secret_echoed_back_is_redacted_in_every_spelling(
+    server: LocalServer, status: str, content: str
+) -> None:
+    """The server echoes the request headers as JSON (parsed by the tool, or left as text),
+    in a success and in an error: the secret arrives JSON-escaped, not as sent."""
+    spec = HttpTool.model_validate(
+        {
+            "type": "http",
+            "description": "echo",
+            "url": server.url + "/echo-headers",
+            "headers": {"X-Api-Key": "${secret:tok}", "X-Plain": "visible"},
+            "allow_private": ["127.0.0.1"],
+        }
+    )
+    tool = http_tool("crm", spec, quoted_secrets)
+    output = call(tool, {"status": status, "as": content})
+    assert server.requests[0].headers["x-api-key"] == QUOTED_SECRET
+    assert output.is_error is (status == "500")
+    shown = [output.text, json.dumps(output.full), json.dumps(output.full, ensure_ascii=False)]
+    for spelling in spellings_of_quoted_secret():
+        for where in shown:
+            assert spelling not in where
+    assert "[redacted]" in output.text and "visible" in output.text
+    if content == "json":
+        assert output.full["body"]["headers"]["x-api-key"] == "[redacted]"
+
+
 def test_secrets_are_absent_from_network_errors() -> None:
     port = unused_port()
     tool = make_tool(f"http://127.0.0.1:{port}/x", headers={"Authorization": "${secret:tok}"})
@@ -153,7 +195,7 @@ def test_idempotency_key_and_user_agent(server: LocalServer) -> None:
     tool = make_tool(server.url + "/x", method="PUT", headers={"User-Agent": "spoof"})
     call(tool, {}, ToolContext("run-1", "sess-1", "agent", "call-77"))
     [seen] = server.requests
-    assert seen.headers["idempotency-key"] == "call-77"
+    assert seen.headers["idempotency-key"] == "run-1:call-77"  # unique across runs
     assert seen.headers["user-agent"] == "agentfn"
 
 
@@ -220,7 +262,7 @@ def test_http_request_happy_path(server: LocalServer) -> None:
     assert output.full["body"]["query"] == {"a": ["1"]}
     [seen] = server.requests
     assert json.loads(seen.body) == {"k": "v"}
-    assert seen.headers["x-t"] == "1" and seen.headers["idempotency-key"] == "call-1"
+    assert seen.headers["x-t"] == "1" and seen.headers["idempotency-key"] == "run-1:call-1"
     call(tool, {"url": server.url + "/raw", "method": "PUT", "body": "plain text"})
     assert server.requests[1].body == b"plain text"
     default = call(tool, {"url": server.url + "/get"})

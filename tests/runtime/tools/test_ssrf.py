@@ -228,8 +228,14 @@ def test_a_malformed_url_is_a_tool_error() -> None:
 def test_the_guarded_client_applies_the_timeout_and_ignores_the_environment() -> None:
     client = guarded_client(Allowlist([]), 3.5)
     assert client.timeout == httpx.Timeout(3.5)
-    assert client.follow_redirects and client.max_redirects == 5
+    assert not client.follow_redirects  # ssrf.send follows them, dropping credentials
     assert client.trust_env is False
+    # a cookie a server sets is never kept, so no later hop can carry it to another port
+    request = httpx.Request("GET", "http://127.0.0.1:8001/")
+    client.cookies.extract_cookies(
+        httpx.Response(302, headers={"Set-Cookie": "sid=1"}, request=request)
+    )
+    assert not client.cookies
     asyncio.run(client.aclose())
 
 
