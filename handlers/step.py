@@ -1,16 +1,18 @@
 """Step Functions task entry point of an agent's function (contract: infra/sam/asl.py).
 
 One function per agent serves every task of its state machine by `action`: `advance`,
-`wait`, `timeout`, `result`, `fail`. Everything heavy is built on the first invocation and
+`wait`, `timeout`, `continue`, `fail`. Everything heavy is built on the first invocation and
 reused while the container is warm; importing this module costs almost nothing.
 
 `RunLeased` is raised on purpose: the state machine retries it (another worker, or a
-crashed one whose lease has not run out, holds the run).
+crashed one whose lease has not run out, holds the run). Any other error is raised with a
+short message (`StepFailed`): an error's cause lands in the execution's state, which must
+stay small. A request for another agent's run is refused without touching it.
 """
 
 from __future__ import annotations
 
-import json
+import logging
 import os
 from typing import Any
 
@@ -27,10 +29,13 @@ def build_service_from_environment() -> Any:
     import boto3
 
     from runtime.engine.loop import Engine
-    from runtime.service import RunService, Stack
+    from runtime.secrets import protect_logs
+    from runtime.service import RunService
     from runtime.spec import load_compiled
+    from runtime.stack import Stack
     from runtime.store.dynamo import DynamoStore, S3Blobs
 
+    protect_logs()  # no resolved secret reaches the function's log
     root = os.environ.get("LAMBDA_TASK_ROOT", ".")
     spec = load_compiled(
         os.environ.get("AGENTFN_SPEC_PATH", os.path.join(root, "agentfn.spec.json"))
@@ -41,8 +46,8 @@ def build_service_from_environment() -> Any:
         S3Blobs(boto3.client("s3"), os.environ["AGENTFN_BUCKET"]),
     )
     stack = Stack(
-        state_machines=json.loads(os.environ.get("AGENTFN_STATE_MACHINES", "{}")),
-        agent_functions=json.loads(os.environ.get("AGENTFN_AGENT_FUNCTIONS", "{}")),
+        function_prefix=os.environ.get("AGENTFN_FUNCTION_PREFIX", ""),
+        state_machine_prefix=os.environ.get("AGENTFN_STATE_MACHINE_PREFIX", ""),
         event_bus=os.environ.get("AGENTFN_EVENT_BUS", "default"),
     )
     return RunService(
@@ -51,24 +56,30 @@ def build_service_from_environment() -> Any:
         sfn=boto3.client("stepfunctions"),
         lambda_client=boto3.client("lambda"),
         events=boto3.client("events"),
+        agent=os.environ.get("AGENTFN_AGENT") or None,
     )
+
+
+class StepFailed(Exception):
+    """An unexpected error in a task, its message cut short for the execution's state."""
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     global _service
     if _service is None:
         _service = build_service_from_environment()
-    from runtime.errors import InvalidRequest
+    from runtime.errors import RunLeased
 
     remaining = context.get_remaining_time_in_millis() / 1000 if context else 900.0
     try:
         result: dict[str, Any] = _service.step(event, remaining)
-    except InvalidRequest as exc:
-        return {
-            "run_id": event.get("run_id"),
-            "status": "failed",
-            "wait_seconds": 0,
-            "error_code": "BAD_REQUEST",
-            "error_message": str(exc),
-        }
+    except RunLeased:
+        raise
+    except Exception as exc:
+        logging.getLogger("agentfn.step").exception("task %s failed", event.get("action"))
+        message = f"{type(exc).__name__}: {exc}"
+        raise StepFailed(message[:MAX_ERROR_CHARS]) from None
     return result
+
+
+MAX_ERROR_CHARS = 1000

@@ -8,6 +8,7 @@ functions' ARNs substituted the way CloudFormation would.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,33 +16,44 @@ from typing import Any
 
 import yaml
 
-from infra.local import LOCAL_REGION, AwsClients
+from infra.local import LOCAL_IDEMPOTENCY_TABLE, LOCAL_REGION, AwsClients
 from infra.local_lambda import register
-from infra.naming import agent_function_id, agent_state_machine_id
-from infra.sam.template import build_template
+from infra.naming import agent_state_machine_id
+from infra.sam import asl
 from runtime.engine.loop import Engine
-from runtime.service import RunService, Stack
+from runtime.service import RunService
 from runtime.spec import AgentfnSpec
+from runtime.stack import Stack
 
 ACCOUNT = "123456789012"
 ROLE = f"arn:aws:iam::{ACCOUNT}:role/agentfn-local"
+#: The local stack's names, shaped like a deployed stack's (`agentfn-{stack id}-`).
+PREFIX = "agentfn-local-"
+LOCAL_STACK = Stack(
+    function_prefix=PREFIX,
+    state_machine_prefix=f"arn:aws:states:{LOCAL_REGION}:{ACCOUNT}:stateMachine:{PREFIX}",
+)
 
 
 def function_arn(agent: str) -> str:
-    return f"arn:aws:lambda:{LOCAL_REGION}:{ACCOUNT}:function:{agent_function_id(agent)}"
+    return f"arn:aws:lambda:{LOCAL_REGION}:{ACCOUNT}:function:{LOCAL_STACK.function(agent)}"
 
 
 def definitions(spec: AgentfnSpec, template_path: Path | None = None) -> dict[str, dict[str, Any]]:
     """agent → state machine definition, read from template.yaml when given (else generated)."""
-    if template_path is not None:
-        template = yaml.safe_load(template_path.read_text(encoding="utf-8"))
-    else:
-        template = build_template(spec)
+    if template_path is None:
+        return {agent: asl.definition(spec, agent) for agent in spec.agents}
+    template = yaml.safe_load(template_path.read_text(encoding="utf-8"))
     resources = template["Resources"]
-    return {
-        agent: resources[agent_state_machine_id(agent)]["Properties"]["Definition"]
-        for agent in spec.agents
-    }
+    found: dict[str, dict[str, Any]] = {}
+    for agent in spec.agents:
+        props = resources[agent_state_machine_id(agent)]["Properties"]
+        if "Definition" in props:
+            found[agent] = props["Definition"]
+        else:  # a large template keeps definitions in files beside it (DefinitionUri)
+            uri = template_path.parent / props["DefinitionUri"]
+            found[agent] = json.loads(uri.read_text(encoding="utf-8"))
+    return found
 
 
 @dataclass
@@ -50,7 +62,8 @@ class EmbeddedStack:
     clients: AwsClients
     template_path: Path | None = None
     engine_options: dict[str, Any] = field(default_factory=dict)
-    service: RunService = field(init=False)
+    service: RunService = field(init=False)  # the API's
+    step_service: RunService = field(init=False)  # the agent functions' (the tasks')
 
     def __post_init__(self) -> None:
         import boto3
@@ -59,35 +72,49 @@ class EmbeddedStack:
 
         sfn = boto3.client("stepfunctions", region_name=LOCAL_REGION)
         events = boto3.client("events", region_name=LOCAL_REGION)
-        machines: dict[str, str] = {}
+        existing = {m["name"] for m in sfn.list_state_machines()["stateMachines"]}
         for agent, definition in definitions(self.spec, self.template_path).items():
             text = json.dumps(definition).replace("${AgentFunctionArn}", function_arn(agent))
-            name = agent_state_machine_id(agent)
-            existing = [m for m in sfn.list_state_machines()["stateMachines"] if m["name"] == name]
-            if existing:
-                machines[agent] = existing[0]["stateMachineArn"]
-                sfn.update_state_machine(stateMachineArn=machines[agent], definition=text)
+            arn = LOCAL_STACK.state_machine(agent)
+            assert arn is not None
+            name = arn.rpartition(":")[2]
+            if name in existing:
+                sfn.update_state_machine(stateMachineArn=arn, definition=text)
             else:
-                machines[agent] = sfn.create_state_machine(
+                created = sfn.create_state_machine(
                     name=name, definition=text, roleArn=ROLE, type="STANDARD"
-                )["stateMachineArn"]
-        stack = Stack(
-            state_machines=machines,
-            agent_functions={a: function_arn(a) for a in self.spec.agents},
-            event_bus=self.spec.deployment.event_bus,
+                )
+                assert created["stateMachineArn"] == arn, created["stateMachineArn"]
+        stack = dataclasses.replace(LOCAL_STACK, event_bus=self.spec.deployment.event_bus)
+        # Two engines, as deployed: the API and the agent functions are different processes
+        # with different lease owners, sharing only the store.
+        self.service, self.step_service = (
+            RunService(
+                Engine(
+                    self.spec,
+                    self.clients.store(),
+                    lambda_client=lambda: self.clients.lambda_,
+                    **self.engine_options,
+                ),
+                stack,
+                sfn=sfn,
+                lambda_client=self.clients.lambda_,
+                events=events,
+            )
+            for _ in range(2)
         )
-        engine = Engine(
-            self.spec,
-            self.clients.store(),
-            lambda_client=lambda: self.clients.lambda_,
-            **self.engine_options,
-        )
-        self.service = RunService(
-            engine, stack, sfn=sfn, lambda_client=self.clients.lambda_, events=events
-        )
-        handlers.step.configure(self.service)
+        handlers.step.configure(self.step_service)
         for agent in self.spec.agents:
             register(function_arn(agent), handlers.step.handler)
+
+    def serve_api(self) -> None:
+        """Route handlers.api to this stack: its service and its Idempotency-Key table."""
+        import handlers.api
+
+        table = LOCAL_IDEMPOTENCY_TABLE
+        handlers.api.configure(
+            self.service, idempotency=handlers.api.idempotency_store(table, self.clients.dynamodb)
+        )
 
     def execution(self, run_id: str) -> dict[str, Any]:
         """The run's Step Functions execution (describe_execution)."""

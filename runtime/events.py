@@ -22,6 +22,7 @@ EventType = Literal[
     "step_completed",
     "run_completed",
     "run_failed",
+    "run_swept",
 ]
 
 PREVIEW_CHARS = 500

@@ -93,7 +93,10 @@ class AssistantMessage(_Msg):
 class ToolResultMessage(_Msg):
     kind: Literal["tool_result"] = "tool_result"
     tool_call_id: str
-    tool_name: str
+    tool_name: str  # the model-facing name
+    #: The tool's identity, as the spec names it (`refund`, `builtin:http_request`,
+    #: `mcp:orders/delete.item`): what approval rules, effects and cache reuse match on.
+    tool_ref: str | None = None
     content: str  # what the model reads (capped)
     success: bool = True
     inputs: dict[str, Any] | None = None
@@ -105,6 +108,26 @@ class ToolResultMessage(_Msg):
     at: float = 0.0  # when the call finished (epoch seconds)
     reused_from: str | None = None  # the earlier call whose cached output answered this one
     outcome_unknown: bool = False
+    decided_by: str | None = None  # who approved, edited or answered this call (the caller)
+
+
+CLARIFY_TOOL = "agent_clarify"
+#: Characters of an earlier run's tool output that a later run of the session sees.
+EARLIER_OUTPUT_CHARS = 2000
+
+
+def as_earlier(message: Message) -> Message:
+    """The message as later runs of its session see it: tool outputs cut to a preview (the
+    full output stays in the tool-output cache), clarification answers kept whole."""
+    if (
+        isinstance(message, ToolResultMessage)
+        and message.tool_name != CLARIFY_TOOL
+        and len(message.content) > EARLIER_OUTPUT_CHARS
+    ):
+        note = f"\n[earlier output shortened from {len(message.content)} characters]"
+        short = message.content[:EARLIER_OUTPUT_CHARS] + note
+        return message.model_copy(update={"content": short})
+    return message
 
 
 Message = Annotated[UserMessage | AssistantMessage | ToolResultMessage, Field(discriminator="kind")]

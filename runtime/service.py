@@ -12,31 +12,31 @@ injected.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-from dataclasses import dataclass, field
+import math
+import time
 from typing import Any
 
 from runtime.engine.loop import Engine
 from runtime.errors import InvalidRequest, StateConflict, WrongState
+from runtime.naming import run_belongs_to
+from runtime.stack import Stack, execution_name
 from runtime.store.base import PAUSED, TERMINAL, RunHead
 
 log = logging.getLogger("agentfn.service")
 
 MAX_INLINE_SECONDS = 25  # API Gateway gives up at 29 s
+API_MARGIN_SECONDS = 4  # kept back from the API's own remaining time for the answer
 STEP_MARGIN_SECONDS = 10  # kept back from a Lambda's remaining time
-RESULT_LIMIT_BYTES = 200_000  # Step Functions payloads stop at 256 KB
 DECISION_RETRIES = 5
-
-
-@dataclass
-class Stack:
-    """How this process reaches the rest of the deployment."""
-
-    state_machines: dict[str, str] = field(default_factory=dict)  # agent → state machine ARN
-    agent_functions: dict[str, str] = field(default_factory=dict)  # agent → function name/ARN
-    event_bus: str = "default"
+RESUME_ATTEMPTS = 4  # SendTaskSuccess tries before the sweeper is left to resume the run
+#: Advance loops one execution runs before the run continues in a fresh execution, so no
+#: execution nears Step Functions' 25,000-event history limit (infra/sam/asl.py proves the
+#: worst case per loop times this stays under it).
+MAX_LOOPS = 80
+#: Errors that mean a task token can never be used again: nothing waits on it.
+STALE_TOKEN_ERRORS = ("TaskDoesNotExist", "InvalidToken", "TaskTimedOut")
 
 
 class RunService:
@@ -48,12 +48,16 @@ class RunService:
         sfn: Any = None,
         lambda_client: Any = None,
         events: Any = None,
+        agent: str | None = None,
+        sleep: Any = time.sleep,
     ):
         self.engine = engine
         self.stack = stack
         self.sfn = sfn
         self.lambda_client = lambda_client
         self.events = events
+        self.agent = agent  # the agent function's own agent: it advances no other's runs
+        self._sleep = sleep
 
     # ---- the API's operations ------------------------------------------------------------
 
@@ -65,19 +69,37 @@ class RunService:
         ]
 
     def start(
-        self, agent: str, text: str, session_id: str | None = None, wait_seconds: float = 0
+        self,
+        agent: str,
+        text: str,
+        session_id: str | None = None,
+        wait_seconds: float = 0,
+        *,
+        time_left: float | None = None,
     ) -> tuple[int, dict[str, Any]]:
-        """(200, result) when the run finished within `wait_seconds`, else (202, run status)."""
+        """(200, result) when the run finished within `wait_seconds`, else (202, run status).
+
+        No path leaves a run without an owner: whatever the inline attempt does (throttled,
+        crashed, out of time), a run that is not finished is handed to its state machine
+        before answering, and the answer always carries the run id. `time_left` (the API's
+        own remaining time) bounds the inline attempt, in-flight model call included."""
         if agent not in self.engine.spec.agents:
             raise InvalidRequest(f"no agent named {agent!r}", field="agent", not_found=True)
         head = self.engine.start(agent, text, session_id)
         budget = min(max(0.0, wait_seconds), MAX_INLINE_SECONDS)
-        if budget > 0:
-            self._advance_inline(head, budget)
-        head = self.engine.store.load_head(head.run_id)
+        if time_left is not None:
+            budget = min(budget, time_left - API_MARGIN_SECONDS)
+        try:
+            if budget >= 1:
+                self._advance_inline(head, budget)
+        except Exception:  # the state machine takes over; the caller still gets the run id
+            log.exception("inline advance of run %s failed", head.run_id)
+        finally:
+            head = self.engine.store.load_head(head.run_id)
+            if head.status not in TERMINAL:
+                self.start_execution(head)
         if head.status in TERMINAL:
             return 200, self.engine.result(head.run_id)
-        self._start_execution(head)
         return 202, self._summary(head)
 
     def get(self, run_id: str) -> dict[str, Any]:
@@ -100,7 +122,10 @@ class RunService:
         tool_call_id: str | None = None,
         reason: str | None = None,
         edited_inputs: dict[str, Any] | None = None,
+        by: str | None = None,
     ) -> dict[str, Any]:
+        """Record the decision, then resume the waiting execution. A repeated identical
+        decision (a retry after a lost answer) resumes it again instead of answering 409."""
         head = self._retrying(
             run_id,
             lambda: self.engine.decide(
@@ -109,18 +134,19 @@ class RunService:
                 tool_call_id=tool_call_id,
                 reason=reason,
                 edited_inputs=edited_inputs,
+                by=by,
             ),
         )
         self._resume_if_decided(head)
         return self.engine.result(run_id)
 
-    def reply(self, run_id: str, text: str) -> dict[str, Any]:
-        head = self._retrying(run_id, lambda: self.engine.reply(run_id, text))
+    def reply(self, run_id: str, text: str, *, by: str | None = None) -> dict[str, Any]:
+        head = self._retrying(run_id, lambda: self.engine.reply(run_id, text, by=by))
         self._resume_if_decided(head)
         return self.engine.result(run_id)
 
-    def cancel(self, run_id: str) -> dict[str, Any]:
-        head = self._retrying(run_id, lambda: self.engine.cancel(run_id))
+    def cancel(self, run_id: str, *, by: str | None = None) -> dict[str, Any]:
+        head = self._retrying(run_id, lambda: self.engine.cancel(run_id, by=by))
         arn = self._execution_arn(head)
         if self.sfn is not None and arn is not None:
             try:
@@ -137,7 +163,7 @@ class RunService:
                     )
                 except Exception as exc:
                     log.info("send_task_failure: %s", type(exc).__name__)
-        self._notify(head)
+        self.notify(head)
         return self.engine.result(run_id)
 
     # ---- the state machine's tasks -------------------------------------------------------
@@ -146,11 +172,16 @@ class RunService:
         """One task of the agent's state machine (see infra/sam/asl.py for the contract)."""
         action = event.get("action", "advance")
         run_id = str(event["run_id"])
+        if self.agent is not None and not run_belongs_to(run_id, self.agent):
+            raise InvalidRequest(f"run {run_id} is not a run of agent {self.agent}", field="run_id")
+        loops = int(event.get("loops") or 0)
         if action == "advance":
             budget = max(1.0, remaining_seconds - STEP_MARGIN_SECONDS)
             if event.get("budget_seconds"):
                 budget = min(budget, float(event["budget_seconds"]))
-            return self._route(self.advance(run_id, budget))
+            return self._route(self.advance(run_id, budget), loops + 1)
+        if action == "continue":
+            return self._continue(run_id, loops)
         if action == "wait":
             return self._wait(run_id, str(event["task_token"]))
         if action == "timeout":
@@ -162,15 +193,13 @@ class RunService:
                 head = self._retrying(
                     run_id, lambda: self.engine.expire_approvals(run_id), tolerate_state=True
                 )
-            return self._route(head)
-        if action == "result":
-            return self._bounded(self.engine.result(run_id))
+            return self._route(head, loops)
         if action == "fail":
             error = event.get("error") or {}
             message = f"{error.get('Error', 'Error')}: {str(error.get('Cause', ''))[:500]}"
             head = self.engine.force_fail(run_id, "INTERNAL", message)
-            self._notify(head)
-            return self._route(head)
+            self.notify(head)
+            return self._route(head, loops)
         raise InvalidRequest(f"unknown action {action!r}", field="action")
 
     def advance(self, run_id: str, budget: float) -> RunHead:
@@ -179,14 +208,14 @@ class RunService:
         before = self.engine.store.load_head(run_id).status
         head = asyncio.run(self.engine.advance(run_id, budget))
         if head.status != before:
-            self._notify(head)
+            self.notify(head)
         return head
 
     # ---- internals -----------------------------------------------------------------------
 
     def _advance_inline(self, head: RunHead, budget: float) -> None:
         payload = {"action": "advance", "run_id": head.run_id, "budget_seconds": budget}
-        function = self.stack.agent_functions.get(head.agent)
+        function = self.stack.function(head.agent)
         if self.lambda_client is None or function is None:
             self.advance(head.run_id, budget)  # one process (tests, `agentfn run`)
             return
@@ -196,21 +225,56 @@ class RunService:
         if answer.get("FunctionError"):  # leased, crashed: the state machine takes over
             log.warning("inline advance failed: %s", answer["Payload"].read()[:300])
 
-    def _start_execution(self, head: RunHead) -> None:
-        arn = self.stack.state_machines.get(head.agent)
+    def start_execution(self, head: RunHead) -> bool:
+        """Start the run's current execution (idempotent: its name is fixed per generation).
+        False when it could not be started: the run then waits for the sweeper."""
+        arn = self.stack.state_machine(head.agent)
         if self.sfn is None or arn is None:
-            return
-        # A retried request finds the execution already on its way: nothing to do.
-        with contextlib.suppress(self.sfn.exceptions.ExecutionAlreadyExists):
+            return False
+        try:
             self.sfn.start_execution(
-                stateMachineArn=arn, name=head.run_id, input=json.dumps({"run_id": head.run_id})
+                stateMachineArn=arn,
+                name=execution_name(head),
+                input=json.dumps({"run_id": head.run_id}),
             )
+        except self.sfn.exceptions.ExecutionAlreadyExists:
+            pass  # a retried request finds it already on its way
+        except Exception:
+            log.exception("could not start the execution of run %s", head.run_id)
+            return False
+        return True
 
     def _execution_arn(self, head: RunHead) -> str | None:
-        arn = self.stack.state_machines.get(head.agent)
+        arn = self.stack.state_machine(head.agent)
         if arn is None:
             return None
-        return arn.replace(":stateMachine:", ":execution:") + f":{head.run_id}"
+        return arn.replace(":stateMachine:", ":execution:") + f":{execution_name(head)}"
+
+    def execution_status(self, head: RunHead) -> str | None:
+        """The status of the run's current execution (RUNNING, SUCCEEDED, FAILED, TIMED_OUT,
+        ABORTED), or None when it does not exist (or there is no state machine to ask)."""
+        arn = self._execution_arn(head)
+        if self.sfn is None or arn is None:
+            return None
+        try:
+            status: str = self.sfn.describe_execution(executionArn=arn)["status"]
+        except self.sfn.exceptions.ExecutionDoesNotExist:
+            return None
+        return status
+
+    def resume(self, head: RunHead) -> bool:
+        """Resume the execution waiting on the run's task token, if it has one."""
+        return bool(head.task_token) and self._send_success(str(head.task_token), head)
+
+    def _continue(self, run_id: str, loops: int) -> dict[str, Any]:
+        """Carry the run on in a fresh execution of the same state machine (the current one
+        then ends): the generation is committed first, so a retried task starts the same
+        execution again, never a second one."""
+        head = self.engine.store.load_head(run_id)
+        if head.status not in TERMINAL:
+            head = self._retrying(run_id, lambda: self.engine.next_generation(run_id))
+            self.start_execution(head)
+        return {**self._route(head, loops), "continued": True}
 
     def _wait(self, run_id: str, token: str) -> dict[str, Any]:
         head = self._retrying(run_id, lambda: self.engine.store_task_token(run_id, token))
@@ -223,13 +287,27 @@ class RunService:
         if head.status == "running" and head.task_token:
             self._send_success(head.task_token, head)
 
-    def _send_success(self, token: str, head: RunHead) -> None:
+    def _send_success(self, token: str, head: RunHead) -> bool:
+        """Resume the execution waiting on `token`, retrying passing failures. A token that
+        nothing waits on any more is not an error. When every attempt fails, the decision is
+        still recorded and the sweeper resumes the run later (False)."""
         if self.sfn is None:
-            return
-        try:
-            self.sfn.send_task_success(taskToken=token, output=json.dumps({"run_id": head.run_id}))
-        except Exception as exc:  # a stale token (already resumed, timed out): nothing waits
-            log.info("send_task_success: %s", type(exc).__name__)
+            return False
+        for attempt in range(RESUME_ATTEMPTS):
+            try:
+                self.sfn.send_task_success(
+                    taskToken=token, output=json.dumps({"run_id": head.run_id})
+                )
+                return True
+            except Exception as exc:
+                code = _error_code(exc)
+                if code in STALE_TOKEN_ERRORS:
+                    log.info("send_task_success: %s (nothing waits on it)", code)
+                    return False
+                log.warning("send_task_success failed (attempt %d): %s", attempt + 1, code)
+                if attempt + 1 < RESUME_ATTEMPTS:
+                    self._sleep(0.2 * 2**attempt)
+        return False
 
     def _retrying(self, run_id: str, operation: Any, *, tolerate_state: bool = False) -> RunHead:
         """Decisions race with the wait task storing its token; a lost race is re-read and
@@ -249,11 +327,24 @@ class RunService:
                 break
         return self.engine.store.load_head(run_id)
 
-    def _route(self, head: RunHead) -> dict[str, Any]:
-        wait = 0
+    def _route(self, head: RunHead, loops: int = 0) -> dict[str, Any]:
+        """What the state machine routes on: ids and small values only, never results (the
+        256 KB state limit can never be reached). `wait_seconds` is what is left of the wait
+        the run is in (a restarted execution waits only the rest); `loops` counts advances in
+        this execution."""
+        ends: list[float] = []
         if head.status == "awaiting_approval" and head.pending_approval:
-            wait = min(p.timeout_seconds for p in head.pending_approval)
-        return {"run_id": head.run_id, "status": head.status, "wait_seconds": wait}
+            ends = [min(p.expires_at for p in head.pending_approval)]
+        elif head.status == "awaiting_input" and head.clarification is not None:
+            ends = [head.clarification.expires_at]
+        wait = max(1, math.ceil(ends[0] - self.engine.clock.now())) if ends else 0
+        return {
+            "run_id": head.run_id,
+            "status": head.status,
+            "wait_seconds": wait,
+            "loops": loops,
+            "continue": loops >= MAX_LOOPS,
+        }
 
     def _summary(self, head: RunHead) -> dict[str, Any]:
         return {
@@ -263,20 +354,7 @@ class RunService:
             "status": head.status,
         }
 
-    def _bounded(self, result: dict[str, Any]) -> dict[str, Any]:
-        """The result as the execution's output, kept under Step Functions' payload limit."""
-        if len(json.dumps(result, default=str)) <= RESULT_LIMIT_BYTES:
-            return result
-        slim = dict(result)
-        slim["tool_calls"] = [
-            {**c, "output": "[omitted from the execution output; GET /runs/{run_id} has it]"}
-            for c in result.get("tool_calls", [])
-        ]
-        if len(json.dumps(slim, default=str)) > RESULT_LIMIT_BYTES:
-            slim["result"] = "[too large for the execution output; GET /runs/{run_id} has it]"
-        return slim
-
-    def _notify(self, head: RunHead) -> None:
+    def notify(self, head: RunHead) -> None:
         """EventBridge: approval requested and run finished, so approvers can be notified."""
         if self.events is None:
             return
@@ -304,3 +382,8 @@ class RunService:
             )
         except Exception as exc:  # notification is best effort; the run state is the truth
             log.warning("put_events failed: %s", type(exc).__name__)
+
+
+def _error_code(exc: Exception) -> str:
+    response = getattr(exc, "response", None) or {}
+    return str((response.get("Error") or {}).get("Code") or type(exc).__name__)

@@ -1,52 +1,77 @@
 """The per-agent state machine (Amazon States Language), as plain data.
 
-Shape: Advance → Route(Choice on status) → {Advance | WaitForApproval* | WaitForInput |
-Finish → Succeeded | Failed | Cancelled}. Every payload is ids only (`run_id`), so the
-256 KB limit can never be reached; the conversation lives in DynamoDB.
+Shape: Init → Advance → Route(Choice) → {Advance | WaitForApproval | WaitForInput |
+ContinueAsNew → Continued | Succeeded | Failed | Cancelled}.
+
+What crosses the state machine is ids and small routing values only (`run_id`, `status`,
+`wait_seconds`, `loops`, `continue`): results are read from the store, so Step Functions'
+256 KB state limit can never be reached whatever a run holds. The execution's output is
+that small record; `GET /runs/{run_id}` has the result.
 
 Contract with `handlers/step` (the agent's function), by `action`:
-- `advance`  → {run_id, status, wait_seconds}: runs steps until finished, paused or out of time.
+- `advance`  → {run_id, status, wait_seconds, loops, continue}: runs steps until finished,
+               paused or out of time; `loops` counts advances in this execution.
 - `wait`     → stores the task token of a WaitFor* state on the run head (callback pattern).
 - `timeout`  → a wait timed out: blocks the pending call(s) (APPROVAL_TIMEOUT) and resumes.
-- `result`   → the run's result contract (the execution's output).
+- `continue` → after MAX_LOOPS advances, starts the run's next execution; this one ends.
 - `fail`     → marks the run failed after an unrecoverable task error.
 
-`wait_seconds` lets an agent whose approval rules have different timeouts pick the
-WaitForApproval state compiled with the matching `TimeoutSeconds`.
+Waits use `TimeoutSecondsPath`: `wait_seconds` is what is left of the run's wait, so an
+execution restarted by the sweeper waits only the rest, and one wait state serves every
+approval rule's timeout.
+
+History: Step Functions stops an execution at 25,000 history events. `max_events_per_loop`
+computes the worst case of one loop from this definition (every retry used), and the run
+continues in a fresh execution after MAX_LOOPS loops; a test proves the product stays under
+the limit.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from runtime.service import MAX_LOOPS
 from runtime.spec import AgentfnSpec
 
 FUNCTION = "${AgentFunctionArn}"  # filled by DefinitionSubstitutions
+HISTORY_LIMIT = 25_000
 
 _LAMBDA_TRANSIENT = [
     "Lambda.ServiceException",
     "Lambda.AWSLambdaException",
     "Lambda.SdkClientException",
-    "Lambda.TooManyRequestsException",
     "Lambda.ClientExecutionTimeoutException",
 ]
 
+#: Throttling (reserved concurrency, account limits) is retried for minutes, with jitter, so
+#: a burst of runs waits for capacity instead of failing.
+THROTTLED = {
+    "ErrorEquals": ["Lambda.TooManyRequestsException"],
+    "IntervalSeconds": 2,
+    "MaxAttempts": 12,
+    "BackoffRate": 2.0,
+    "MaxDelaySeconds": 60,
+    "JitterStrategy": "FULL",
+}
+TRANSIENT = {
+    "ErrorEquals": _LAMBDA_TRANSIENT,
+    "IntervalSeconds": 1,
+    "MaxAttempts": 6,
+    "BackoffRate": 2.0,
+    "JitterStrategy": "FULL",
+}
 RETRY = [
     {
-        # Another worker holds the run's lease (a crashed invocation's lease runs out).
+        # Another worker holds the run's lease; a crashed one's lease runs out in ~2 minutes.
         "ErrorEquals": ["RunLeased"],
         "IntervalSeconds": 5,
-        "MaxAttempts": 40,
-        "BackoffRate": 1.2,
+        "MaxAttempts": 12,
+        "BackoffRate": 1.5,
         "MaxDelaySeconds": 30,
-    },
-    {
-        "ErrorEquals": _LAMBDA_TRANSIENT,
-        "IntervalSeconds": 1,
-        "MaxAttempts": 6,
-        "BackoffRate": 2.0,
         "JitterStrategy": "FULL",
     },
+    THROTTLED,
+    TRANSIENT,
     {
         # A crashed or timed-out step: the run resumes from its persisted state, so a retry
         # never repeats completed work.
@@ -66,7 +91,7 @@ def _invoke(action: str, next_state: str, **extra: Any) -> dict[str, Any]:
         "Resource": "arn:aws:states:::lambda:invoke",
         "Parameters": {
             "FunctionName": FUNCTION,
-            "Payload": {"action": action, "run_id.$": "$.run_id", **extra},
+            "Payload": {"action": action, "run_id.$": "$.run_id", "loops.$": "$.loops", **extra},
         },
         "OutputPath": "$.Payload",
         "Retry": RETRY,
@@ -75,7 +100,7 @@ def _invoke(action: str, next_state: str, **extra: Any) -> dict[str, Any]:
     }
 
 
-def _wait(kind: str, timeout: int, on_timeout: str) -> dict[str, Any]:
+def _wait(kind: str, on_timeout: str) -> dict[str, Any]:
     return {
         "Type": "Task",
         "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
@@ -88,9 +113,9 @@ def _wait(kind: str, timeout: int, on_timeout: str) -> dict[str, Any]:
                 "task_token.$": "$$.Task.Token",
             },
         },
-        "TimeoutSeconds": timeout,
+        "TimeoutSecondsPath": "$.wait_seconds",
         "ResultPath": None,
-        "Retry": RETRY[1:2],
+        "Retry": [THROTTLED, TRANSIENT],
         "Catch": [
             {"ErrorEquals": ["States.Timeout"], "ResultPath": None, "Next": on_timeout},
             *CATCH_ALL,
@@ -99,46 +124,30 @@ def _wait(kind: str, timeout: int, on_timeout: str) -> dict[str, Any]:
     }
 
 
-def approval_timeouts(spec: AgentfnSpec, agent: str) -> list[int]:
-    """Distinct approval timeouts of an agent in seconds; the first is its default."""
-    config = spec.agents[agent]
-    default = int(spec.defaults.approval_timeout)
-    timeouts = [default] + [int(r.timeout) for r in config.approval if r.timeout is not None]
-    return sorted(set(timeouts), key=timeouts.index)
-
-
-def approval_state_name(seconds: int, default: int) -> str:
-    return "WaitForApproval" if seconds == default else f"WaitForApproval{seconds}s"
-
-
 def definition(spec: AgentfnSpec, agent: str) -> dict[str, Any]:
-    config = spec.agents[agent]
-    timeouts = approval_timeouts(spec, agent)
-    default = timeouts[0]
-    input_timeout = int(config.input_timeout or spec.defaults.input_timeout)
-
     choices: list[dict[str, Any]] = [
+        {
+            "And": [
+                {"Variable": "$.continue", "BooleanEquals": True},
+                {"Not": {"Variable": "$.status", "StringEquals": "succeeded"}},
+                {"Not": {"Variable": "$.status", "StringEquals": "failed"}},
+                {"Not": {"Variable": "$.status", "StringEquals": "cancelled"}},
+            ],
+            "Next": "ContinueAsNew",
+        },
         {"Variable": "$.status", "StringEquals": "running", "Next": "Advance"},
-    ]
-    for seconds in timeouts[1:]:
-        choices.append(
-            {
-                "And": [
-                    {"Variable": "$.status", "StringEquals": "awaiting_approval"},
-                    {"Variable": "$.wait_seconds", "NumericEquals": seconds},
-                ],
-                "Next": approval_state_name(seconds, default),
-            }
-        )
-    choices += [
         {"Variable": "$.status", "StringEquals": "awaiting_approval", "Next": "WaitForApproval"},
         {"Variable": "$.status", "StringEquals": "awaiting_input", "Next": "WaitForInput"},
-        {"Variable": "$.status", "StringEquals": "succeeded", "Next": "Finish"},
+        {"Variable": "$.status", "StringEquals": "succeeded", "Next": "Succeeded"},
         {"Variable": "$.status", "StringEquals": "cancelled", "Next": "Cancelled"},
         {"Variable": "$.status", "StringEquals": "failed", "Next": "Failed"},
     ]
-
     states: dict[str, Any] = {
+        "Init": {
+            "Type": "Pass",
+            "Parameters": {"run_id.$": "$.run_id", "loops": 0},
+            "Next": "Advance",
+        },
         "Advance": _invoke("advance", "Route"),
         "Route": {"Type": "Choice", "Choices": choices, "Default": "UnknownStatus"},
         # A Choice cannot hand MarkFailed an `error`; a missing path would be an uncatchable
@@ -149,40 +158,69 @@ def definition(spec: AgentfnSpec, agent: str) -> dict[str, Any]:
             "ResultPath": "$.error",
             "Next": "MarkFailed",
         },
-    }
-    for seconds in timeouts:
-        states[approval_state_name(seconds, default)] = _wait(
-            "approval", seconds, "ApprovalTimedOut"
-        )
-    states["WaitForInput"] = _wait("input", input_timeout, "InputTimedOut")
-    states["ApprovalTimedOut"] = _invoke("timeout", "Route", kind="approval")
-    states["InputTimedOut"] = _invoke("timeout", "Route", kind="input")
-    states["Finish"] = {**_invoke("result", "Succeeded"), "Catch": CATCH_ALL}
-    states["MarkFailed"] = {
-        "Type": "Task",
-        "Resource": "arn:aws:states:::lambda:invoke",
-        "Parameters": {
-            "FunctionName": FUNCTION,
-            "Payload": {"action": "fail", "run_id.$": "$.run_id", "error.$": "$.error"},
+        "WaitForApproval": _wait("approval", "ApprovalTimedOut"),
+        "WaitForInput": _wait("input", "InputTimedOut"),
+        "ApprovalTimedOut": _invoke("timeout", "Route", kind="approval"),
+        "InputTimedOut": _invoke("timeout", "Route", kind="input"),
+        "ContinueAsNew": _invoke("continue", "Continued"),
+        "MarkFailed": {
+            "Type": "Task",
+            "Resource": "arn:aws:states:::lambda:invoke",
+            "Parameters": {
+                "FunctionName": FUNCTION,
+                "Payload": {"action": "fail", "run_id.$": "$.run_id", "error.$": "$.error"},
+            },
+            # The failure path is retried like the rest (throttling above all), so the stored
+            # status matches the execution's; if it still cannot run, the sweeper finds the
+            # run without a live execution and settles it.
+            "Retry": [THROTTLED, TRANSIENT, {**RETRY[-1], "MaxAttempts": 3}],
+            "Catch": [
+                {"ErrorEquals": ["States.ALL"], "ResultPath": "$.mark_error", "Next": "Failed"}
+            ],
+            "ResultPath": None,
+            "Next": "Failed",
         },
-        "Retry": RETRY[1:2],
-        "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.mark_error", "Next": "Failed"}],
-        "ResultPath": None,
-        "Next": "Failed",
-    }
-    states["Succeeded"] = {"Type": "Succeed"}
-    states["Failed"] = {
-        "Type": "Fail",
-        "Error": "RunFailed",
-        "Cause": "The run failed; GET /runs/{run_id} holds error_code and error_message.",
-    }
-    states["Cancelled"] = {
-        "Type": "Fail",
-        "Error": "RunCancelled",
-        "Cause": "The run was cancelled.",
+        "Continued": {"Type": "Succeed", "Comment": "The run goes on in its next execution."},
+        "Succeeded": {"Type": "Succeed"},
+        "Failed": {
+            "Type": "Fail",
+            "Error": "RunFailed",
+            "Cause": "The run failed; GET /runs/{run_id} holds error_code and error_message.",
+        },
+        "Cancelled": {
+            "Type": "Fail",
+            "Error": "RunCancelled",
+            "Cause": "The run was cancelled.",
+        },
     }
     return {
         "Comment": f"agentfn agent {agent!r}: advance the run; wait for people when it pauses.",
-        "StartAt": "Advance",
+        "StartAt": "Init",
         "States": states,
     }
+
+
+def _task_events(state: dict[str, Any]) -> int:
+    """Worst-case history events of one task state: entered and exited, and for every
+    attempt (each retry used to the full) scheduled, started and succeeded/failed, plus the
+    callback's token wait."""
+    attempts = 1 + sum(int(r.get("MaxAttempts", 3)) for r in state.get("Retry", []))
+    per_attempt = 4 if "waitForTaskToken" in state["Resource"] else 3
+    return 2 + attempts * per_attempt
+
+
+def max_events_per_loop(machine: dict[str, Any]) -> int:
+    """The most history events one loop (Advance → Route → a wait → its timeout task →
+    Route) can add, computed from the definition."""
+    states = machine["States"]
+    choice = 2  # entered, exited
+    wait = max(_task_events(states[w]) for w in ("WaitForApproval", "WaitForInput"))
+    timeout = max(_task_events(states[t]) for t in ("ApprovalTimedOut", "InputTimedOut"))
+    return _task_events(states["Advance"]) + choice + wait + timeout + choice
+
+
+def max_execution_events(machine: dict[str, Any]) -> int:
+    """Worst case for one execution: its start, MAX_LOOPS loops, and the way out."""
+    states = machine["States"]
+    way_out = _task_events(states["ContinueAsNew"]) + _task_events(states["MarkFailed"]) + 4
+    return 4 + MAX_LOOPS * max_events_per_loop(machine) + way_out

@@ -1,8 +1,10 @@
 """Approval rules: which tool calls wait for a person, and what a decision does to them.
 
-A rule matches a tool by its reference (`refund`, `builtin:http_request`,
-`mcp:orders/delete_item`; globs allowed) or, with `destructive: true`, by the tool's
-destructive hint. Decisions are recorded on the run head before anything runs, so a
+A rule matches a tool by its identity, the reference the spec names it by (`refund`,
+`builtin:http_request`, `mcp:orders/delete.item`; globs allowed) and that the tool carries
+(`Tool.reference`), or, with `destructive: true`, by the tool's destructive hint. The
+model-facing name is never parsed back: it may be sanitised or shortened with a hash.
+Decisions are recorded on the run head before anything runs, so a
 decision is never lost and never applied twice.
 """
 
@@ -18,22 +20,15 @@ from runtime.store.base import ApprovalDecision
 from runtime.tools.base import Tool
 
 
-def tool_reference(spec: AgentfnSpec, name: str) -> str:
-    if name in spec.tools:
-        return name
-    if name.startswith("mcp__"):
-        server, _, tool = name.removeprefix("mcp__").partition("__")
-        return f"mcp:{server}/{tool}"
-    return f"builtin:{name}"
-
-
-def rule_for(spec: AgentfnSpec, agent: str, tool: Tool | None, name: str) -> ApprovalRule | None:
-    """The first approval rule of the agent that gates this tool, if any."""
-    reference = tool_reference(spec, name)
+def rule_for(spec: AgentfnSpec, agent: str, tool: Tool | None) -> ApprovalRule | None:
+    """The first approval rule of the agent that gates this tool, if any (an unknown tool
+    runs nothing, so nothing gates it)."""
+    if tool is None:
+        return None
     for rule in spec.agents[agent].approval:
-        if any(fnmatch.fnmatchcase(reference, pattern) for pattern in rule.tools):
+        if any(fnmatch.fnmatchcase(tool.reference, pattern) for pattern in rule.tools):
             return rule
-        if rule.destructive and tool is not None and tool.destructive:
+        if rule.destructive and tool.destructive:
             return rule
     return None
 
@@ -52,9 +47,8 @@ def apply_decision(
         )
     if not decision.approved:
         why = f": {decision.reason}" if decision.reason else ""
-        return None, error_result(
-            call, turn, f"the approver rejected this call{why}; it was not run"
-        )
+        rejected = error_result(call, turn, f"the approver rejected this call{why}; it was not run")
+        return None, rejected.model_copy(update={"decided_by": decision.by})
     if decision.edited_inputs is not None:
         return call.model_copy(update={"arguments": decision.edited_inputs}), None
     return call, None
@@ -67,4 +61,5 @@ def decision_event(call_id: str, decision: ApprovalDecision) -> dict[str, Any]:
         "reason": decision.reason,
         "edited": decision.edited_inputs is not None,
         "timed_out": decision.timed_out,
+        "by": decision.by,
     }

@@ -1,8 +1,13 @@
 """Persistence for the loop: every change to a run is one atomic commit.
 
 `_commit` numbers the new messages and events from the head's counters, bumps the version
-(the store makes the write conditional on the old one), renews or releases the lease, and
-tells the listener about the events once they are durable.
+(the store makes the write conditional on the old one), renews, releases or keeps the lease,
+sets when the stale-run sweeper should look at the run, and tells the listener about the
+events once they are durable.
+
+Who holds the lease: only a worker advancing the run. A person's decision (approve, reply,
+cancel) and the wait task storing its token commit with the lease as they found it, so
+the worker that resumes the run is never locked out by the API's own commit.
 """
 
 from __future__ import annotations
@@ -14,7 +19,37 @@ from runtime.clock import Clock
 from runtime.errors import RunError, RunLeased, StateConflict
 from runtime.events import Event, EventListener, EventType
 from runtime.messages import Message
-from runtime.store.base import Commit, RunHead, RunStore
+from runtime.store.base import TERMINAL, Commit, RunHead, RunStore
+
+#: How long after its last sign of life (a commit, or the end of the wait it is in) a run
+#: that is not finished becomes worth a look by the sweeper.
+STALE_AFTER_SECONDS = 600.0
+
+
+#: A wait ends at least this long before the run's data expires (TTL and S3 lifecycle).
+DATA_MARGIN_SECONDS = 3600.0
+
+
+def wait_until(head: RunHead, wanted: float) -> float:
+    """When a wait for a person ends: as asked, but never after the run's data expires, so a
+    run can never be resumed onto a conversation its retention has deleted (a wait cut
+    short ends like any timed-out wait)."""
+    return min(wanted, head.expires_at - DATA_MARGIN_SECONDS)
+
+
+def sweep_after(head: RunHead) -> float:
+    """When the sweeper should look at this head if nothing has changed it by then."""
+    if head.status in TERMINAL:
+        return 0.0
+    if head.status == "awaiting_approval" and head.pending_approval:
+        return min(p.expires_at for p in head.pending_approval) + STALE_AFTER_SECONDS
+    if head.status == "awaiting_input" and head.clarification is not None:
+        return head.clarification.expires_at + STALE_AFTER_SECONDS
+    return max(head.lease_until, head.updated_at) + STALE_AFTER_SECONDS
+
+
+class BudgetSpent(Exception):
+    """The advance's time budget ran out: release the run for the next invocation."""
 
 
 @dataclass
@@ -24,6 +59,7 @@ class RunCursor:
     head: RunHead
     messages: list[Message]
     history: list[Message] = field(default_factory=list)
+    deadline: float | None = None  # clock.monotonic() when the advance must stop
 
 
 class Persistence:
@@ -42,8 +78,8 @@ class Persistence:
                 f"run {head.run_id} is being advanced by another worker "
                 f"until {head.lease_until:.0f}"
             )
-        try:
-            return self._commit(head, [], [])
+        try:  # a task token is spent once its wait has resumed the run
+            return self._commit(head, [], [], update={"task_token": None})
         except StateConflict as exc:
             raise RunLeased(f"run {head.run_id} was taken by another worker") from exc
 
@@ -63,15 +99,27 @@ class Persistence:
         update: dict[str, Any] | None = None,
         create: bool = False,
         release: bool = False,
+        keep_lease: bool = False,
     ) -> RunHead:
-        """Commit `head` changed by `update` (one copy), with new messages and events."""
+        """Commit `head` changed by `update` (one copy), with new messages and events.
+
+        The lease is taken (renewed) by default; `release` drops it; `keep_lease` leaves it
+        as it was (decisions from outside the loop). Every secret this process has resolved
+        is redacted, in every spelling, from what is committed: nothing written to the store
+        (so nothing a model, an event reader or a later run sees) can carry one."""
+        messages, events, update = _redacted(messages, events, update)
         now = self.clock.now()
         numbered = [(head.msg_seq + i, m) for i, m in enumerate(messages)]
         built = [
             Event(seq=head.event_seq + i, type=kind, at=now, run_id=head.run_id, data=data)
             for i, (kind, data) in enumerate(events)
         ]
-        lease_owner = None if release or create else self.owner
+        if keep_lease:
+            lease = {"lease_owner": head.lease_owner, "lease_until": head.lease_until}
+        elif release or create:
+            lease = {"lease_owner": None, "lease_until": 0.0}
+        else:
+            lease = {"lease_owner": self.owner, "lease_until": now + self.lease_seconds}
         new_head = head.model_copy(
             update={
                 **(update or {}),
@@ -79,10 +127,11 @@ class Persistence:
                 "updated_at": now,
                 "msg_seq": head.msg_seq + len(messages),
                 "event_seq": head.event_seq + len(events),
-                "lease_owner": lease_owner,
-                "lease_until": now + self.lease_seconds if lease_owner else 0.0,
+                **lease,
             }
         )
+        if update is None or "sweep_after" not in update:
+            new_head.sweep_after = sweep_after(new_head)
         self.store.commit(
             Commit(
                 head=new_head,
@@ -95,3 +144,29 @@ class Persistence:
             for event in built:
                 self.listener(event)
         return new_head
+
+
+def _redacted(
+    messages: list[Message],
+    events: list[tuple[EventType, dict[str, Any]]],
+    update: dict[str, Any] | None,
+) -> tuple[list[Message], list[tuple[EventType, dict[str, Any]]], dict[str, Any] | None]:
+    """Messages, events and head changes with every resolved secret redacted. Costs nothing
+    until a secret has been resolved, then one search per JSON text that is committed."""
+    from runtime.secrets import redactor
+
+    secrets = redactor()
+    if not secrets:
+        return messages, events, update
+    clean: list[Message] = []
+    for message in messages:
+        text = message.model_dump_json()
+        if secrets.redact_text(text) is text:  # one search: nothing to redact
+            clean.append(message)
+        else:  # redact the strings, never the JSON around them
+            clean.append(type(message).model_validate(secrets.redact(message.model_dump())))
+    return (
+        clean,
+        [(kind, secrets.redact(data)) for kind, data in events],
+        secrets.redact(update) if update else update,
+    )

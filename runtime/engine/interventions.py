@@ -2,8 +2,12 @@
 tool calls, let an approval time out, cancel.
 
 Each records its decision in the store first (the source of truth) with one conditional
-commit; a second decision on the same call, or one on a run in the wrong state, is refused
-(WrongState → HTTP 409), so nothing is lost or applied twice.
+commit, with who made it (`by`: the caller's identity) in the run and its events. A decision
+that repeats one already recorded (a client retrying after a lost answer) is accepted again
+without a second commit, so the caller can resume the run again; a different second
+decision, or one on a run in the wrong state, is refused (WrongState → HTTP 409), so nothing
+is lost or applied twice. None of them takes the run's lease: the worker that resumes the
+run must not find it locked by the API.
 """
 
 from __future__ import annotations
@@ -11,20 +15,29 @@ from __future__ import annotations
 from typing import Any
 
 from runtime.engine.approval import decision_event
+from runtime.engine.state import pending_calls
 from runtime.engine.tool_phase import ToolPhase
+from runtime.engine.toolrun import error_result
 from runtime.errors import InvalidRequest, WrongState
 from runtime.events import EventType
-from runtime.messages import AssistantMessage, ToolResultMessage
+from runtime.messages import AssistantMessage, Message, ToolResultMessage
 from runtime.schema_check import SchemaViolation, check
 from runtime.store.base import TERMINAL, ApprovalDecision, RunHead
 from runtime.tools.builtins import CLARIFY
 
+OUTCOME_UNKNOWN_CANCELLED = (
+    "outcome unknown: the run was cancelled while this call was running; its result was not "
+    "recorded. Check its effect before retrying."
+)
+
 
 class Interventions(ToolPhase):
-    def reply(self, run_id: str, text: str) -> RunHead:
+    def reply(self, run_id: str, text: str, *, by: str | None = None) -> RunHead:
         """Answer a clarification: the reply becomes that tool call's result."""
         head = self.store.load_head(run_id)
         if head.status != "awaiting_input" or head.clarification is None:
+            if head.status == "running" and self._replied(head, text):
+                return head  # the same answer again: already recorded
             raise WrongState(
                 f"run {run_id} is {head.status}, not awaiting_input", status=head.status
             )
@@ -40,26 +53,55 @@ class Interventions(ToolPhase):
             inputs={"question": clarification.question},
             output=text,
             turn=turn,
+            decided_by=by,
         )
         events: list[tuple[EventType, dict[str, Any]]] = [
-            ("clarification_answered", {"tool_call_id": clarification.tool_call_id})
+            ("clarification_answered", {"tool_call_id": clarification.tool_call_id, "by": by})
         ]
         update = {"status": "running", "clarification": None}
-        return self._commit(head, [result], events, update=update)
+        return self._commit(head, [result], events, update=update, keep_lease=True)
 
-    def cancel(self, run_id: str, reason: str = "cancelled by request") -> RunHead:
+    def _replied(self, head: RunHead, text: str) -> bool:
+        """Is `text` the answer the run's latest clarification already got?"""
+        messages = self.store.load_messages(head)
+        last = messages[-1] if messages else None
+        return (
+            isinstance(last, ToolResultMessage)
+            and last.tool_name == CLARIFY
+            and last.success
+            and last.content == text
+        )
+
+    def cancel(
+        self, run_id: str, reason: str = "cancelled by request", *, by: str | None = None
+    ) -> RunHead:
+        """Cancel the run. A call it started and whose result is not recorded (an
+        at_most_once tool still running, or cut off) is recorded as "outcome unknown", so the
+        result lists every call that may have had an effect."""
         head = self.store.load_head(run_id)
         if head.status in TERMINAL:
             raise WrongState(f"run {run_id} is already {head.status}", status=head.status)
+        unknown: list[Message] = []
+        if head.started_calls:
+            messages = self.store.load_messages(head)
+            turn = next(
+                (m.turn for m in reversed(messages) if isinstance(m, AssistantMessage)), head.turn
+            )
+            for call in pending_calls(messages):
+                if call.id in head.started_calls:
+                    result = error_result(call, turn, OUTCOME_UNKNOWN_CANCELLED)
+                    unknown.append(result.model_copy(update={"outcome_unknown": True}))
         head = head.model_copy(
-            update={"status": "cancelled", "error_code": "CANCELLED", "error_message": reason}
+            update={
+                "status": "cancelled",
+                "error_code": "CANCELLED",
+                "error_message": reason,
+                "cancelled_by": by,
+                "started_calls": [],
+            }
         )
-        return self._commit(
-            head,
-            [],
-            [("run_failed", {"error_code": "CANCELLED", "error_message": reason})],
-            release=True,
-        )
+        data = {"error_code": "CANCELLED", "error_message": reason, "by": by}
+        return self._commit(head, unknown, [("run_failed", data)], release=True)
 
     def decide(
         self,
@@ -69,9 +111,17 @@ class Interventions(ToolPhase):
         tool_call_id: str | None = None,
         reason: str | None = None,
         edited_inputs: dict[str, Any] | None = None,
+        by: str | None = None,
     ) -> RunHead:
         """Approve, reject or edit pending tool calls: one (`tool_call_id`) or all of them."""
         head = self.store.load_head(run_id)
+        asked = ApprovalDecision(approved=approved, reason=reason, edited_inputs=edited_inputs)
+        if tool_call_id is not None:
+            repeated = head.status != "succeeded" and _repeats(head, [tool_call_id], asked)
+        else:  # "all pending": a repeat only once nothing is pending any more
+            repeated = head.status == "running" and _repeats(head, list(head.decisions), asked)
+        if repeated:
+            return head  # the same decision again (a retry): already recorded
         if tool_call_id is not None and tool_call_id in head.decisions:
             raise WrongState(f"tool call {tool_call_id} was already decided", status=head.status)
         if head.status != "awaiting_approval":
@@ -105,9 +155,7 @@ class Interventions(ToolPhase):
                     check(tool.input_schema if tool else {"type": "object"}, edited_inputs)
                 except SchemaViolation as exc:
                     raise InvalidRequest(f"edited_inputs: {exc}", field="edited_inputs") from None
-            decision = ApprovalDecision(
-                approved=approved, reason=reason, edited_inputs=edited_inputs
-            )
+            decision = asked.model_copy(update={"by": by})
             decisions[pending.tool_call_id] = decision
             events.append(("approval_decided", decision_event(pending.tool_call_id, decision)))
         return self._record_decisions(head, decisions, events, {t.tool_call_id for t in targets})
@@ -139,7 +187,7 @@ class Interventions(ToolPhase):
         update: dict[str, Any] = {"decisions": decisions, "pending_approval": remaining}
         if not remaining:
             update["status"] = "running"
-        return self._commit(head, [], events, update=update)
+        return self._commit(head, [], events, update=update, keep_lease=True)
 
     def expire_input(self, run_id: str) -> RunHead:
         """The clarification wait timed out: the question is answered with an error result,
@@ -163,9 +211,36 @@ class Interventions(ToolPhase):
             ("clarification_answered", {"tool_call_id": question.tool_call_id, "timed_out": True})
         ]
         update = {"status": "running", "clarification": None}
-        return self._commit(head, [result], events, update=update)
+        return self._commit(head, [result], events, update=update, keep_lease=True)
+
+    def next_generation(self, run_id: str, *, swept: bool = False) -> RunHead:
+        """Name the run's next Step Functions execution (committed before it is started, so
+        a retry starts the same one). `swept`: the sweeper restarts a run that lost its
+        execution, and counts it."""
+        head = self.store.load_head(run_id)
+        update: dict[str, Any] = {"generation": head.generation + 1, "task_token": None}
+        if swept:
+            update["sweeps"] = head.sweeps + 1
+        return self._commit(head, [], [], update=update, keep_lease=True)
+
+    def postpone_sweep(self, run_id: str, until: float) -> RunHead:
+        """The sweeper found the run healthy: look again at `until`, not at every sweep."""
+        head = self.store.load_head(run_id)
+        return self._commit(head, [], [], update={"sweep_after": until}, keep_lease=True)
+
+    def record_event(self, run_id: str, kind: EventType, data: dict[str, Any]) -> RunHead:
+        """Append one event to the run (what was done to it from outside the loop)."""
+        head = self.store.load_head(run_id)
+        return self._commit(head, [], [(kind, data)], keep_lease=True)
 
     def store_task_token(self, run_id: str, token: str) -> RunHead:
         """Keep the waiting execution's task token on the head, where decisions find it."""
         head = self.store.load_head(run_id)
-        return self._commit(head, [], [], update={"task_token": token})
+        return self._commit(head, [], [], update={"task_token": token}, keep_lease=True)
+
+
+def _repeats(head: RunHead, call_ids: list[str], asked: ApprovalDecision) -> bool:
+    """Are these calls all decided already, exactly as `asked`?"""
+    return bool(call_ids) and all(
+        call_id in head.decisions and head.decisions[call_id].same_as(asked) for call_id in call_ids
+    )

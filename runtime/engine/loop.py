@@ -22,13 +22,18 @@ from typing import Any
 
 from runtime.clock import Clock, SystemClock
 from runtime.engine import output as out
-from runtime.engine.commits import RunCursor
+from runtime.engine.commits import BudgetSpent, RunCursor
 from runtime.engine.compat import agent_hash
-from runtime.engine.history import session_history
 from runtime.engine.interventions import Interventions
 from runtime.engine.prompt import FINAL_TURN_NOTE, render_system_prompt
 from runtime.engine.result import build_result
-from runtime.engine.state import answer_text, pending_calls, recent_calls, same_call
+from runtime.engine.state import (
+    answer_text,
+    own_call_ids,
+    pending_calls,
+    recent_calls,
+    same_call,
+)
 from runtime.errors import (
     DoomLoop,
     MaxTurnsExceeded,
@@ -41,10 +46,10 @@ from runtime.events import EventListener, EventType, preview
 from runtime.messages import AssistantMessage, Message, ToolCall, UserMessage
 from runtime.models.base import Model, ModelRequest, ToolSpec
 from runtime.models.retry import request_with_fallbacks
+from runtime.naming import new_run_id
 from runtime.spec import AgentfnSpec
 from runtime.store.base import TERMINAL, RunHead, RunStore
 from runtime.tools.base import Tool
-from runtime.tools.toolset import build_toolset
 
 MAX_CONTINUATIONS = 3
 MAX_CORRECTIONS = 2
@@ -87,7 +92,8 @@ class Engine(Interventions):
 
     def start(self, agent: str, text: str, session_id: str | None = None) -> RunHead:
         now = self.clock.now()
-        run_id = uuid.uuid4().hex
+        config = self.spec.agents[agent]
+        run_id = new_run_id(agent)
         head = RunHead(
             run_id=run_id,
             agent=agent,
@@ -97,7 +103,9 @@ class Engine(Interventions):
             agent_hash=agent_hash(self.spec, agent),
             created_at=now,
             updated_at=now,
-            expires_at=int(now + self.spec.deployment.retention),
+            # Every item of the run expires together (TTL and the bucket's lifecycle);
+            # waits are cut to end before then (commits.wait_until).
+            expires_at=int(now + (config.session.ttl or self.spec.deployment.retention)),
             input_preview=preview(text, 200),
         )
         data: dict[str, Any] = {
@@ -114,9 +122,10 @@ class Engine(Interventions):
     async def advance(self, run_id: str, budget_seconds: float | None = None) -> RunHead:
         """Advance until the run finishes, pauses, or the time budget is spent.
 
-        The budget is checked between steps, so callers keep their own margin for the
-        longest step (the step task keeps STEP_MARGIN_SECONDS of its Lambda's time)."""
-        deadline = None if budget_seconds is None else self.clock.monotonic() + budget_seconds
+        The budget bounds everything the advance waits for: a model call still in flight
+        when it runs out is dropped (it is asked again later, nothing was committed), and a
+        tool call starts only if its timeout fits in what is left (a started tool is never
+        abandoned half way). The run is then released for the next invocation."""
         head = self.store.load_head(run_id)
         if head.status != "running":
             return head
@@ -124,46 +133,25 @@ class Engine(Interventions):
             return self._fail(head, SpecChanged("the agent's spec changed since this run started"))
         head = self._acquire(head)
         run = RunCursor(head, self.store.load_messages(head))
+        if budget_seconds is not None:
+            run.deadline = self.clock.monotonic() + budget_seconds
         if self.spec.agents[head.agent].session.enabled:
             limit = self.spec.agents[head.agent].session.history_limit
-            run.history = session_history(self.store.session_runs(head), limit)
+            run.history = self.store.session_history(head, limit)
         try:
             async with AsyncExitStack() as connections:  # MCP sessions close on every exit
                 await self._discover_mcp(run, connections)
                 while run.head.status == "running":
-                    if deadline is not None and self.clock.monotonic() > deadline:
-                        run.head = self._commit(run.head, [], [], release=True)
-                        break
+                    if run.deadline is not None and self.clock.monotonic() > run.deadline:
+                        raise BudgetSpent
                     await self._step(run)
+        except BudgetSpent:  # another invocation (the state machine's) carries on
+            run.head = self._commit(run.head, [], [], release=True)
         except RunError as exc:
             run.head = self._fail(run.head, exc)
         except StateConflict:
             return self.store.load_head(run_id)  # someone else changed the run: back off
         return run.head
-
-    async def _discover_mcp(self, run: RunCursor, connections: AsyncExitStack) -> None:
-        """Open the agent's MCP servers for this advance and add their tools.
-
-        A server that cannot be reached does not fail the run: the run goes on without its
-        tools, and the failure is recorded once as an event and a warning in the result.
-        """
-        agent = run.head.agent
-        refs = [r for r in self.spec.agents[agent].tools if r.startswith("mcp:")]
-        if not refs:
-            return
-        from runtime.tools.mcp import McpToolset
-
-        toolset = McpToolset(self.spec.mcp_servers, refs, self.secrets(), self.clock.now)
-        await connections.enter_async_context(toolset)
-        tools, failures = await toolset.discover()
-        self._use_mcp_tools(agent, dict(tools))
-        new = [f for f in failures if f"mcp:{f.server}: " not in " ".join(run.head.warnings)]
-        if new:
-            warnings = [*run.head.warnings, *(f"mcp:{f.server}: {f.error}" for f in new)]
-            events: list[tuple[EventType, dict[str, Any]]] = [
-                ("tools_unavailable", {"server": f.server, "error": f.error}) for f in new
-            ]
-            run.head = self._commit(run.head, [], events, update={"warnings": warnings})
 
     def result(self, run_id: str) -> dict[str, Any]:
         head = self.store.load_head(run_id)
@@ -206,51 +194,6 @@ class Engine(Interventions):
 
         return build_model(name, self.spec.models[name], SecretResolver(self.spec))
 
-    def secrets(self) -> Any:
-        if self._secrets is None:
-            from runtime.secrets import SecretResolver
-
-            self._secrets = SecretResolver(self.spec)
-        return self._secrets
-
-    def _lambda_for_tools(self) -> Any:
-        if self._lambda is None:
-            if self._lambda_client is not None:
-                self._lambda = self._lambda_client()
-            else:
-                import boto3
-
-                self._lambda = boto3.client("lambda")
-        return self._lambda
-
-    def _tools(self, agent: str) -> dict[str, Tool]:
-        """The agent's tools: built once per engine, plus this advance's MCP tools."""
-        tools = self._toolsets.get(agent)
-        if tools is None:
-            base = build_toolset(
-                self.spec,
-                agent,
-                secrets=lambda text: self.secrets()(text),
-                lambda_client=self._lambda_for_tools,
-                listing=lambda: self._tools(agent),
-            )
-            tools = self._toolsets[agent] = {**base, **self._mcp.get(agent, {})}
-        return tools
-
-    def _use_mcp_tools(self, agent: str, mcp_tools: dict[str, Tool]) -> None:
-        self._mcp[agent] = mcp_tools
-        self._toolsets.pop(agent, None)
-        self._specs.pop(agent, None)
-        self._rules.clear()
-
-    def _tool_specs(self, agent: str) -> list[ToolSpec]:
-        specs = self._specs.get(agent)
-        if specs is None:
-            tools = self._tools(agent).values()
-            specs = [ToolSpec(t.name, t.description, t.input_schema) for t in tools]
-            self._specs[agent] = specs
-        return specs
-
     async def _call_model(self, run: RunCursor) -> None:
         head = run.head
         config = self.spec.agents[head.agent]
@@ -272,10 +215,12 @@ class Engine(Interventions):
             call_number=head.answers,
             allow_tools=not final_turn,
         )
-        model, response = await request_with_fallbacks(self._models_for(run), request, self.clock)
+        model, response = await self._bounded(
+            run, request_with_fallbacks(self._models_for(run), request, self.clock)
+        )
         answer = AssistantMessage(
             text=response.text,
-            tool_calls=response.tool_calls,
+            tool_calls=own_call_ids(response.tool_calls),
             usage=response.usage,
             model=model.name,
             model_id=response.model_id or model.model_id,

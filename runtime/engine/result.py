@@ -21,8 +21,11 @@ def reasoning_trace(messages: list[Message]) -> str:
 
 
 def tool_call_records(messages: list[Message]) -> list[dict[str, Any]]:
-    return [
-        {
+    records: list[dict[str, Any]] = []
+    for m in messages:
+        if not isinstance(m, ToolResultMessage):
+            continue
+        record: dict[str, Any] = {
             "turn_number": m.turn,
             "tool_name": m.tool_name,
             "tool_call_id": m.tool_call_id,
@@ -31,9 +34,12 @@ def tool_call_records(messages: list[Message]) -> list[dict[str, Any]]:
             "success": m.success,
             "duration_ms": m.duration_ms,
         }
-        for m in messages
-        if isinstance(m, ToolResultMessage)
-    ]
+        if m.outcome_unknown:
+            record["outcome_unknown"] = True
+        if m.decided_by:
+            record["decided_by"] = m.decided_by  # who approved, edited or answered it
+        records.append(record)
+    return records
 
 
 def final_result(head: RunHead, blobs: BlobStore) -> Any:
@@ -58,6 +64,8 @@ def build_result(head: RunHead, messages: list[Message], blobs: BlobStore) -> di
         out["error_code"] = head.error_code or (
             "CANCELLED" if head.status == "cancelled" else "INTERNAL"
         )
+        if head.cancelled_by:
+            out["cancelled_by"] = head.cancelled_by
         out["partial_reasoning"] = reasoning
     else:
         out["reasoning"] = reasoning

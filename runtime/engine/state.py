@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 from runtime.messages import AssistantMessage, Message, ToolCall, ToolResultMessage, UserMessage
 
 
@@ -54,3 +56,17 @@ def recent_calls(messages: list[Message], count: int) -> list[ToolCall]:
 def same_call(a: ToolCall, b: ToolCall) -> bool:
     """Same tool, same arguments (dict equality ignores key order; raw text when unparsed)."""
     return a.name == b.name and a.arguments == b.arguments and a.raw_arguments == b.raw_arguments
+
+
+def own_call_ids(calls: list[ToolCall]) -> list[ToolCall]:
+    """Calls with ids unique across runs: a provider that sent none (Gemini, some
+    OpenAI-compatible servers, a script without ids) or repeated one gets a random id. Ids
+    key the tool-output cache and are what a person approves, so they must never repeat."""
+    seen: set[str] = set()
+    owned: list[ToolCall] = []
+    for call in calls:
+        if not call.id or call.id in seen:
+            call = call.model_copy(update={"id": f"call_{uuid.uuid4().hex[:24]}"})
+        seen.add(call.id)
+        owned.append(call)
+    return owned

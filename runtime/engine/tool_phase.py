@@ -9,17 +9,21 @@ than run twice.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 from runtime.engine.approval import apply_decision, rule_for, timeout_for
-from runtime.engine.commits import Persistence, RunCursor
+from runtime.engine.commits import BudgetSpent, RunCursor, wait_until
 from runtime.engine.toolrun import error_result, execute, find_reusable, reuse_result
+from runtime.engine.toolsets import Toolsets
 from runtime.events import EventType, preview
 from runtime.messages import AssistantMessage, ToolCall, ToolResultMessage
 from runtime.spec import AgentfnSpec
 from runtime.store.base import Clarification, PendingApproval
-from runtime.tools.base import Tool, ToolContext
+from runtime.tools.base import ToolContext
 from runtime.tools.builtins import CLARIFY
+
+T = TypeVar("T")
 
 OUTCOME_UNKNOWN = (
     "outcome unknown: this call started but the run was interrupted before its result was "
@@ -27,14 +31,22 @@ OUTCOME_UNKNOWN = (
 )
 
 
-class ToolPhase(Persistence):
+class ToolPhase(Toolsets):
     """The tool side of Engine (split out to keep modules small)."""
 
     spec: AgentfnSpec
     _rules: dict[tuple[str, str], bool]
 
-    def _tools(self, agent: str) -> dict[str, Tool]:
-        raise NotImplementedError
+    async def _bounded(self, run: RunCursor, call: Awaitable[T]) -> T:
+        """Await within the advance's time budget; past it, raise BudgetSpent (what was cut
+        off committed nothing, so whoever advances next simply does it again)."""
+        if run.deadline is None:
+            return await call
+        try:
+            async with asyncio.timeout(max(0.0, run.deadline - self.clock.monotonic())):
+                return await call
+        except TimeoutError:
+            raise BudgetSpent from None
 
     def _gated(self, run: RunCursor, call: ToolCall) -> bool:
         if call.arguments is None:
@@ -43,10 +55,7 @@ class ToolPhase(Persistence):
         gated = self._rules.get(key)
         if gated is None:
             tool = self._tools(run.head.agent).get(call.name)
-            gated = (
-                tool is not None
-                and rule_for(self.spec, run.head.agent, tool, call.name) is not None
-            )
+            gated = rule_for(self.spec, run.head.agent, tool) is not None
             self._rules[key] = gated
         return gated
 
@@ -59,6 +68,17 @@ class ToolPhase(Persistence):
             and call.name != CLARIFY
             and not self._gated(run, call)
         )
+
+    def _fits_budget(self, run: RunCursor, call: ToolCall) -> bool:
+        """Whether an at_most_once call can finish (at its timeout) before the advance's
+        deadline: such a call is started only when it need not be abandoned half way."""
+        if run.deadline is None:
+            return True
+        config = self.spec.agents[run.head.agent]
+        tool = self._tools(run.head.agent).get(call.name)
+        timeout = (tool.timeout if tool else None) or config.tool_timeout
+        timeout = timeout or self.spec.defaults.tool_timeout
+        return self.clock.monotonic() + timeout <= run.deadline
 
     async def _run_tools(self, run: RunCursor, pending: list[ToolCall]) -> None:
         tools = self._tools(run.head.agent)
@@ -75,10 +95,12 @@ class ToolPhase(Persistence):
                     run, pending[index + len(batch)]
                 ):
                     batch.append(pending[index + len(batch)])
+                # Read-only calls may be cut off at the deadline: they are simply run again.
                 if len(batch) == 1:
-                    results = [await self._execute(run, batch[0])]
+                    results = [await self._bounded(run, self._execute(run, batch[0]))]
                 else:
-                    results = list(await asyncio.gather(*(self._execute(run, c) for c in batch)))
+                    gathered = asyncio.gather(*(self._execute(run, c) for c in batch))
+                    results = list(await self._bounded(run, gathered))
                 for done in results:
                     self._record_result(run, done, last=index + 1 == len(pending))
                     index += 1
@@ -95,15 +117,20 @@ class ToolPhase(Persistence):
                     continue
                 assert approved is not None
                 call = approved
+                decided_by = decision.by
+            else:
+                decided_by = None
             tool = tools.get(call.name)
             once = tool is not None and tool.effect == "at_most_once" and call.arguments is not None
+            if once and call.id in run.head.started_calls:
+                result = error_result(call, self._turn(run), OUTCOME_UNKNOWN)
+                result = result.model_copy(update={"outcome_unknown": True})
+                self._record_result(run, result, last=last)
+                index += 1
+                continue
+            if once and not self._fits_budget(run, call):
+                raise BudgetSpent  # the next invocation, with a whole Lambda's time, runs it
             if once:
-                if call.id in run.head.started_calls:
-                    result = error_result(call, self._turn(run), OUTCOME_UNKNOWN)
-                    result = result.model_copy(update={"outcome_unknown": True})
-                    self._record_result(run, result, last=last)
-                    index += 1
-                    continue
                 started = [*run.head.started_calls, call.id]
                 run.head = self._commit(
                     run.head,
@@ -111,7 +138,11 @@ class ToolPhase(Persistence):
                     [("tool_call", self._call_event(run, call))],
                     update={"started_calls": started},
                 )
-            result = await self._execute(run, call)
+            # An idempotent call cut off at the deadline is run again; an at_most_once one
+            # was started only because it fits.
+            execution = self._execute(run, call)
+            result = await (execution if once else self._bounded(run, execution))
+            result.decided_by = decided_by
             self._record_result(run, result, last=last, announced=once)
             index += 1
 
@@ -123,16 +154,17 @@ class ToolPhase(Persistence):
         for call in remaining:
             if call.id in run.head.decisions or not self._gated(run, call):
                 continue
-            rule = rule_for(self.spec, run.head.agent, tools.get(call.name), call.name)
+            rule = rule_for(self.spec, run.head.agent, tools.get(call.name))
             assert rule is not None
+            timeout = timeout_for(self.spec, rule)
             pending.append(
                 PendingApproval(
                     tool_call_id=call.id,
                     tool_name=call.name,
                     inputs=call.arguments,
-                    expires_at=now + timeout_for(self.spec, rule),
+                    expires_at=wait_until(run.head, now + timeout),
                     decisions=list(rule.decisions),
-                    timeout_seconds=int(timeout_for(self.spec, rule)),
+                    timeout_seconds=int(timeout),
                 )
             )
         head = run.head.model_copy(
@@ -164,7 +196,7 @@ class ToolPhase(Persistence):
         cap = config.tool_result_max_chars or self.spec.defaults.tool_result_max_chars
         tool = tools.get(call.name)
         if tool is not None and tool.reuse_cached and call.arguments is not None:
-            earlier = find_reusable(self._session_outputs(run), call)
+            earlier = find_reusable(self._session_outputs(run), tool, call)
             if earlier is not None:
                 reused = reuse_result(tool, call, earlier, self.store.blobs, cap, self._turn(run))
                 if reused is not None:
@@ -217,6 +249,9 @@ class ToolPhase(Persistence):
         )
         if last:
             events.append(("step_completed", {"turn": result.turn}))
+        if result.tool_ref is None:  # the identity the result is cached and matched under
+            tool = self._tools(run.head.agent).get(result.tool_name)
+            result.tool_ref = tool.reference if tool is not None else None
         update: dict[str, Any] = {}
         if result.tool_call_id in run.head.started_calls:
             update["started_calls"] = [
@@ -232,10 +267,13 @@ class ToolPhase(Persistence):
 
     def _pause_for_clarification(self, run: RunCursor, call: ToolCall) -> None:
         args = call.arguments or {}
+        config = self.spec.agents[run.head.agent]
+        timeout = config.input_timeout or self.spec.defaults.input_timeout
         clarification = Clarification(
             question=str(args.get("question", "")),
             reason=str(args["reason"]) if args.get("reason") is not None else None,
             tool_call_id=call.id,
+            expires_at=wait_until(run.head, self.clock.now() + timeout),
         )
         head = run.head.model_copy(
             update={"status": "awaiting_input", "clarification": clarification}

@@ -45,7 +45,9 @@ def render_output(output: Any) -> str:
 
 
 def cache_key(ctx: ToolContext) -> str:
-    return f"tool-cache/{ctx.agent}/{ctx.session_id}/{ctx.call_id}"
+    """Under the agent (IAM scopes each agent to its prefix), the session and the run: no
+    other agent, session or run can overwrite or read it, whatever the call ids."""
+    return f"tool-cache/{ctx.agent}/{ctx.session_id}/{ctx.run_id}/{ctx.call_id}"
 
 
 async def execute(
@@ -140,6 +142,7 @@ def shape_output(
     return ToolResultMessage(
         tool_call_id=call.id,
         tool_name=call.name,
+        tool_ref=tool.reference,
         content=content,
         success=not failed,
         inputs=call.arguments,
@@ -151,11 +154,14 @@ def shape_output(
     )
 
 
-def find_reusable(outputs: list[ToolResultMessage], call: ToolCall) -> ToolResultMessage | None:
-    """The latest successful, cached result of the same tool with the same arguments."""
+def find_reusable(
+    outputs: list[ToolResultMessage], tool: Tool, call: ToolCall
+) -> ToolResultMessage | None:
+    """The latest successful, cached result of the same tool (by identity, not by the name
+    the model used) with the same arguments."""
     for earlier in reversed(outputs):
         if (
-            earlier.tool_name == call.name
+            earlier.tool_ref == tool.reference
             and earlier.success
             and earlier.full_output_ref
             and earlier.inputs == call.arguments
@@ -185,6 +191,7 @@ def reuse_result(
     return ToolResultMessage(
         tool_call_id=call.id,
         tool_name=call.name,
+        tool_ref=tool.reference,
         content=content,
         success=True,
         inputs=call.arguments,

@@ -80,9 +80,9 @@ class GeminiModel(HttpModel[GeminiConfig]):
             timeout=self._config.timeout,
             secret=key,
         )
-        return self._parse(answer, request.call_number)
+        return self._parse(answer)
 
-    def _parse(self, answer: dict[str, Any], call_number: int) -> ModelResponse:
+    def _parse(self, answer: dict[str, Any]) -> ModelResponse:
         candidates = answer.get("candidates") or []
         if not candidates:
             reason = (answer.get("promptFeedback") or {}).get("blockReason", "no candidates")
@@ -93,9 +93,7 @@ class GeminiModel(HttpModel[GeminiConfig]):
         for part in (candidate.get("content") or {}).get("parts") or []:
             if "functionCall" in part:
                 call = part["functionCall"]
-                call_id = (
-                    call.get("id") or part.get("id") or f"gemini-{call_number}-{len(calls) + 1}"
-                )
+                call_id = call.get("id") or part.get("id") or ""  # "": the engine assigns one
                 parsed = ToolCall.from_json(call_id, call.get("name", ""), call.get("args"))
                 if part.get("thoughtSignature"):  # Gemini 3 wants it back on the next turn
                     data = {"thoughtSignature": part["thoughtSignature"]}

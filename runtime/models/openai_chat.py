@@ -121,9 +121,9 @@ class OpenAIChatModel(HttpModel[OpenAIConfig]):
                 f"{provider} answered without choices[0].message", provider=provider
             ) from None
         calls: list[ToolCall] = []
-        for i, call in enumerate(message.get("tool_calls") or [], start=1):
+        for call in message.get("tool_calls") or []:
             function = call.get("function") or {}
-            call_id = call.get("id") or f"call-{request.call_number + 1}-{i}"
+            call_id = call.get("id") or ""  # some compatible servers send none: the engine assigns
             calls.append(
                 ToolCall.from_json(call_id, function.get("name", ""), function.get("arguments"))
             )

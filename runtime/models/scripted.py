@@ -9,8 +9,6 @@ history, a run that pauses, resumes or crashes sees exactly the same answers.
 
 from __future__ import annotations
 
-import itertools
-
 from runtime.errors import ModelError, TransientModelError
 from runtime.messages import ToolCall, Usage
 from runtime.models.base import ModelRequest, ModelResponse, error_for_status
@@ -66,13 +64,9 @@ class ScriptedModelClient:
             import json
 
             text = json.dumps(text)
-        counter = itertools.count(1)
+        # A script without ids gets the engine's unique ones, like a provider that sends none.
         calls = [
-            ToolCall.from_json(
-                call.id or f"call-{request.call_number + 1}-{next(counter)}",
-                call.name,
-                call.arguments,
-            )
+            ToolCall.from_json(call.id or "", call.name, call.arguments)
             for call in entry.tool_calls
         ]
         usage = entry.usage or _estimate_usage(request, text)

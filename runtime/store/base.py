@@ -29,6 +29,7 @@ class Clarification(BaseModel):
     question: str
     reason: str | None = None
     tool_call_id: str
+    expires_at: float = 0.0  # when the question times out (0: runs from before this field)
 
 
 class PendingApproval(BaseModel):
@@ -47,6 +48,16 @@ class ApprovalDecision(BaseModel):
     reason: str | None = None
     edited_inputs: dict[str, Any] | None = None
     timed_out: bool = False
+    by: str | None = None  # the caller's identity (IAM principal or authorizer claims)
+
+    def same_as(self, other: ApprovalDecision) -> bool:
+        """The same answer (a repeated request), whoever sent it."""
+        return (self.approved, self.reason, self.edited_inputs, self.timed_out) == (
+            other.approved,
+            other.reason,
+            other.edited_inputs,
+            other.timed_out,
+        )
 
 
 class RunHead(BaseModel):
@@ -79,7 +90,11 @@ class RunHead(BaseModel):
     clarification: Clarification | None = None
     pending_approval: list[PendingApproval] = Field(default_factory=list)
     decisions: dict[str, ApprovalDecision] = Field(default_factory=dict)
-    task_token: str | None = None
+    task_token: str | None = None  # of the wait state that waits for this run, until used
+    generation: int = 0  # the run's current Step Functions execution: 0 is named run_id
+    sweep_after: float = 0.0  # when the sweeper should look at a non-terminal run (items.py)
+    sweeps: int = 0  # times the sweeper had to restart this run's execution
+    cancelled_by: str | None = None
     error_code: str | None = None
     error_message: str | None = None
     input_preview: str = ""
@@ -97,13 +112,6 @@ class Commit:
     expected_version: int | None  # None: create the run (head must not exist)
     messages: list[tuple[int, Message]] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
-
-
-@dataclass
-class SessionRun:
-    run_id: str
-    status: str
-    messages: list[Message]
 
 
 class BlobStore(Protocol):
@@ -135,8 +143,20 @@ class RunStore(Protocol):
         """The run's own messages in order (one paginated query)."""
         ...
 
-    def session_runs(self, head: RunHead) -> list[SessionRun]:
-        """Earlier runs of the head's session, oldest first, each with its messages."""
+    def session_history(self, head: RunHead, limit: int) -> list[Message]:
+        """What the run sees of its session: the last `limit` messages of the session's
+        earlier succeeded runs, oldest first, as later runs see them (messages.as_earlier),
+        cut at a user input so a tool call is never separated from its result.
+
+        Reads newest first and stops once it has enough: the cost follows `limit`, not the
+        session's length, and shortened tool outputs are read without their S3 bodies."""
         ...
 
-    def list_events(self, run_id: str, after: int = -1, limit: int = 100) -> list[Event]: ...
+    def list_events(self, run_id: str, after: int = -1, limit: int = 100) -> list[Event]:
+        """At most `limit` events after number `after` (reads no more than it returns)."""
+        ...
+
+    def due_runs(self, now: float, limit: int = 500) -> list[str]:
+        """Ids of unfinished runs whose `sweep_after` has passed (the sweeper's work list),
+        from the sparse `sweep` index: finished runs are not in it."""
+        ...

@@ -14,7 +14,7 @@ from runtime.errors import RunNotFound, StateConflict
 from runtime.events import Event
 from runtime.messages import Message
 from runtime.store import items as it
-from runtime.store.base import Commit, RunHead, SessionRun
+from runtime.store.base import Commit, RunHead
 
 
 def _to_ddb(item: it.Item) -> dict[str, Any]:
@@ -91,7 +91,17 @@ class DynamoStore:
             raise RunNotFound(f"no run {run_id!r}")
         return it.decode_head(_from_ddb(answer["Item"]))
 
-    def _query(self, pk: str, condition: str, values: dict[str, str]) -> Iterator[it.Item]:
+    def _query(
+        self,
+        pk: str,
+        condition: str,
+        values: dict[str, str],
+        *,
+        forward: bool = True,
+        page_size: int | None = None,
+    ) -> Iterator[it.Item]:
+        """Items of one partition, lazily, page by page: a caller that stops early reads no
+        further page (`page_size` bounds what one page reads)."""
         kwargs: dict[str, Any] = {
             "TableName": self._table,
             "KeyConditionExpression": f"pk = :pk AND {condition}",
@@ -100,7 +110,10 @@ class DynamoStore:
                 **{k: {"S": v} for k, v in values.items()},
             },
             "ConsistentRead": True,
+            "ScanIndexForward": forward,
         }
+        if page_size is not None:
+            kwargs["Limit"] = page_size
         while True:
             page = self._ddb.query(**kwargs)
             for item in page.get("Items", []):
@@ -114,19 +127,49 @@ class DynamoStore:
         found = self._query(pk, "begins_with(sk, :p)", {":p": sk + "#M#"})
         return [it.decode_message(i, self.blobs) for i in found]
 
-    def session_runs(self, head: RunHead) -> list[SessionRun]:
+    def session_history(self, head: RunHead, limit: int) -> list[Message]:
+        if limit <= 0:
+            return []
         pk, own = it.marker_key(head)
-        return it.group_session_runs(
-            self._query(pk, "sk BETWEEN :lo AND :hi", {":lo": "R#", ":hi": own}), own, self.blobs
+        # Pages of about what is needed (the kept messages and their runs' markers); a run
+        # shorter than its share only costs a second page.
+        earlier = self._query(
+            pk,
+            "sk BETWEEN :lo AND :hi",
+            {":lo": "R#", ":hi": own},
+            forward=False,
+            page_size=min(1000, 2 * limit + 10),
         )
+        return it.session_history((i for i in earlier if i["sk"] != own), limit, self.blobs)
 
     def list_events(self, run_id: str, after: int = -1, limit: int = 100) -> list[Event]:
         pk, _ = it.head_key(run_id)
         start = f"EV#{after + 1:08d}"
-        found = self._query(pk, "sk BETWEEN :lo AND :hi", {":lo": start, ":hi": "EV#99999999"})
+        found = self._query(
+            pk, "sk BETWEEN :lo AND :hi", {":lo": start, ":hi": "EV#99999999"}, page_size=limit
+        )
         events: list[Event] = []
         for item in found:
-            events.append(it.decode_event(item))
+            events.append(it.decode_event(item, self.blobs))
             if len(events) >= limit:
                 break
         return events
+
+    def due_runs(self, now: float, limit: int = 500) -> list[str]:
+        found: list[str] = []
+        for shard in range(it.SWEEP_SHARDS):
+            kwargs: dict[str, Any] = {
+                "TableName": self._table,
+                "IndexName": it.SWEEP_INDEX,
+                "KeyConditionExpression": "sweep_pk = :s AND sweep_at <= :now",
+                "ExpressionAttributeValues": {
+                    ":s": {"S": f"SWEEP#{shard:02d}"},
+                    ":now": {"S": it.sweep_at(now)},
+                },
+                "Limit": limit - len(found),
+            }
+            items = self._ddb.query(**kwargs).get("Items", [])
+            found += [item["pk"]["S"].removeprefix("RUN#") for item in items]
+            if len(found) >= limit:
+                break
+        return found

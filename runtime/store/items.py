@@ -1,27 +1,44 @@
 """How runs map onto items of the single table, shared by every store implementation.
 
-    RUN#{run_id}  HEAD                      the run head (version-checked)
-    RUN#{run_id}  EV#{seq:08d}              one event
-    SES#{sid}     R#{run_key}               a session's run marker (its final status)
-    SES#{sid}     R#{run_key}#M#{seq:06d}   one message of that run
+    RUN#{run_id}           HEAD                      the run head (version-checked)
+    RUN#{run_id}           EV#{seq:08d}              one event
+    SES#{agent}#{sid}      R#{run_key}               a session's run marker (its final status)
+    SES#{agent}#{sid}      R#{run_key}#M#{seq:06d}   one message of that run
 
-Messages live under their session so a session's history is one ordered Query. A body
-over BODY_LIMIT bytes goes to the blob store; the item keeps a pointer and a preview, so
-no item ever approaches DynamoDB's 400 KB limit.
+Every partition key starts with something IAM can scope to one agent: a run id starts with
+its agent's tag (runtime.naming), and a session belongs to one agent, so agent B started
+with agent A's session id sees nothing of A's conversation. Messages live under their
+session so a session's history is one ordered Query (read backwards, only as far as needed).
+
+A body over BODY_LIMIT bytes goes to the blob store under a key unique to the commit
+attempt (`bodies/{run_id}/M{seq}.{attempt}.json`): a writer whose conditional commit loses
+can never overwrite the body the winner's item points to. The item keeps the pointer and a
+preview; an offloaded tool result also keeps the shortened form later runs of the session
+read (`short`), so session history never fetches bodies from S3 for them. No item ever
+approaches DynamoDB's 400 KB limit.
+
+Heads of runs that are not finished carry `sweep_pk`/`sweep_at`, the keys of the sparse
+`sweep` index the stale-run sweeper reads; a finished run's head drops them.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import uuid
 from collections.abc import Iterable
 from typing import Any
 
 from runtime.events import Event
-from runtime.messages import Message, message_from_dict
-from runtime.store.base import TERMINAL, BlobStore, Commit, RunHead, SessionRun
+from runtime.messages import Message, UserMessage, as_earlier, message_from_dict
+from runtime.store.base import TERMINAL, BlobStore, Commit, RunHead
 
 BODY_LIMIT = 8 * 1024
 PREVIEW = 1024
+SWEEP_INDEX = "sweep"
+SWEEP_SHARDS = 16
+#: Granularity of `sweep_at`: the index entry changes at most this often per run.
+SWEEP_BUCKET_SECONDS = 300
 
 Item = dict[str, Any]
 
@@ -34,17 +51,32 @@ def event_key(run_id: str, seq: int) -> tuple[str, str]:
     return f"RUN#{run_id}", f"EV#{seq:08d}"
 
 
+def session_pk(agent: str, session_id: str) -> str:
+    return f"SES#{agent}#{session_id}"
+
+
 def marker_key(head: RunHead) -> tuple[str, str]:
-    return f"SES#{head.session_id}", f"R#{head.run_key}"
+    return session_pk(head.agent, head.session_id), f"R#{head.run_key}"
 
 
 def message_key(head: RunHead, seq: int) -> tuple[str, str]:
-    return f"SES#{head.session_id}", f"R#{head.run_key}#M#{seq:06d}"
+    pk, marker = marker_key(head)
+    return pk, f"{marker}#M#{seq:06d}"
+
+
+def sweep_shard(run_id: str) -> str:
+    return f"SWEEP#{int(run_id[-1], 16) % SWEEP_SHARDS:02d}" if run_id else "SWEEP#00"
+
+
+def sweep_at(seconds: float) -> str:
+    """`sweep_at` as stored: rounded up to the bucket, fixed width so strings sort as numbers."""
+    bucket = math.ceil(seconds / SWEEP_BUCKET_SECONDS) * SWEEP_BUCKET_SECONDS
+    return f"{bucket:012d}"
 
 
 def head_item(head: RunHead) -> Item:
     pk, sk = head_key(head.run_id)
-    return {
+    item: Item = {
         "pk": pk,
         "sk": sk,
         "version": head.version,
@@ -52,6 +84,10 @@ def head_item(head: RunHead) -> Item:
         "expires_at": head.expires_at,
         "doc": head.model_dump_json(),
     }
+    if head.status not in TERMINAL:
+        item["sweep_pk"] = sweep_shard(head.run_id)
+        item["sweep_at"] = sweep_at(head.sweep_after)
+    return item
 
 
 def decode_head(item: Item) -> RunHead:
@@ -64,56 +100,87 @@ def marker_item(head: RunHead) -> Item:
     return {"pk": pk, "sk": sk, "expires_at": head.expires_at, "doc": doc}
 
 
-def message_item(head: RunHead, seq: int, message: Message, blobs: BlobStore) -> Item:
+def _offload(item: Item, doc: str, ref: str, blobs: BlobStore) -> None:
+    blobs.put(ref, doc.encode())
+    item["doc_ref"] = ref
+    item["preview"] = doc[:PREVIEW]
+
+
+def message_item(head: RunHead, seq: int, message: Message, blobs: BlobStore, attempt: str) -> Item:
     pk, sk = message_key(head, seq)
     doc = message.model_dump_json(exclude_none=True)  # pydantic's serializer: fast
     item: Item = {"pk": pk, "sk": sk, "expires_at": head.expires_at}
     if len(doc.encode()) > BODY_LIMIT:
-        ref = f"bodies/{head.run_id}/M{seq:06d}.json"
-        blobs.put(ref, doc.encode())  # deterministic key: a retried commit overwrites it
-        item["doc_ref"] = ref
-        item["preview"] = doc[:PREVIEW]
+        _offload(item, doc, f"bodies/{head.run_id}/M{seq:06d}.{attempt}.json", blobs)
+        earlier = as_earlier(message)
+        if earlier is not message:
+            item["short"] = earlier.model_dump_json(exclude_none=True)
     else:
         item["doc"] = doc
     return item
 
 
-def decode_message(item: Item, blobs: BlobStore) -> Message:
+def decode_message(item: Item, blobs: BlobStore, *, earlier: bool = False) -> Message:
+    """The message of an item; `earlier`: as later runs see it (no S3 read when shortened)."""
+    if earlier and "short" in item:
+        return message_from_dict(json.loads(item["short"]))
     doc = item.get("doc")
     if doc is None:
         doc = blobs.get(item["doc_ref"]).decode()
-    return message_from_dict(json.loads(doc))
+    message = message_from_dict(json.loads(doc))
+    return as_earlier(message) if earlier else message
 
 
-def event_item(event: Event, expires_at: int) -> Item:
+def event_item(event: Event, expires_at: int, blobs: BlobStore, attempt: str) -> Item:
     pk, sk = event_key(event.run_id, event.seq)
-    return {"pk": pk, "sk": sk, "expires_at": expires_at, "doc": event.model_dump_json()}
+    doc = event.model_dump_json()
+    item: Item = {"pk": pk, "sk": sk, "expires_at": expires_at}
+    if len(doc.encode()) > BODY_LIMIT:
+        _offload(item, doc, f"bodies/{event.run_id}/E{event.seq:08d}.{attempt}.json", blobs)
+    else:
+        item["doc"] = doc
+    return item
 
 
-def decode_event(item: Item) -> Event:
-    return Event.model_validate_json(item["doc"])
+def decode_event(item: Item, blobs: BlobStore) -> Event:
+    doc = item.get("doc")
+    if doc is None:
+        doc = blobs.get(item["doc_ref"]).decode()
+    return Event.model_validate_json(doc)
 
 
 def commit_items(commit: Commit, blobs: BlobStore) -> tuple[Item, list[Item], list[Item]]:
     """(head item, items that must not exist yet, items written unconditionally)."""
     head = commit.head
-    new = [message_item(head, seq, m, blobs) for seq, m in commit.messages]
-    new += [event_item(e, head.expires_at) for e in commit.events]
+    attempt = uuid.uuid4().hex[:12]  # offloaded bodies of this attempt only
+    new = [message_item(head, seq, m, blobs, attempt) for seq, m in commit.messages]
+    new += [event_item(e, head.expires_at, blobs, attempt) for e in commit.events]
     upserts: list[Item] = []
     if commit.expected_version is None or head.status in TERMINAL:
         upserts.append(marker_item(head))
     return head_item(head), new, upserts
 
 
-def group_session_runs(found: Iterable[Item], own: str, blobs: BlobStore) -> list[SessionRun]:
-    """Session items in key order (a run's marker, then its messages) → earlier runs."""
-    runs: list[SessionRun] = []
-    for item in found:
-        if item["sk"] >= own:
-            break
+def session_history(newest_first: Iterable[Item], limit: int, blobs: BlobStore) -> list[Message]:
+    """RunStore.session_history over the session's items below the run's own marker, in
+    descending key order (a run's messages come before its marker, newest run first)."""
+    if limit <= 0:
+        return []
+    kept: list[Item] = []  # newest first
+    pending: list[Item] = []  # messages of the run whose marker is not reached yet
+    for item in newest_first:
         if "#M#" in item["sk"]:
-            runs[-1].messages.append(decode_message(item, blobs))
-        else:
-            doc = json.loads(item["doc"])
-            runs.append(SessionRun(doc["run_id"], doc["status"], []))
-    return runs
+            pending.append(item)
+            continue
+        if json.loads(item["doc"])["status"] == "succeeded":
+            kept.extend(pending)
+        pending = []
+        if len(kept) >= limit:
+            break
+    tail = [decode_message(i, blobs, earlier=True) for i in reversed(kept[:limit])]
+    if len(kept) <= limit:
+        return tail
+    for index, message in enumerate(tail):  # cut where a caller's input starts a turn
+        if isinstance(message, UserMessage) and message.purpose is None:
+            return tail[index:]
+    return []

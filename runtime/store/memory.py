@@ -14,7 +14,7 @@ from runtime.errors import RunNotFound, StateConflict
 from runtime.events import Event
 from runtime.messages import Message
 from runtime.store import items as it
-from runtime.store.base import Commit, RunHead, SessionRun
+from runtime.store.base import Commit, RunHead
 
 
 class MemoryBlobs:
@@ -87,11 +87,20 @@ class MemoryStore:
         pk, sk = it.marker_key(head)
         return [it.decode_message(i, self.blobs) for i in self._query(pk, sk + "#M#")]
 
-    def session_runs(self, head: RunHead) -> list[SessionRun]:
+    def session_history(self, head: RunHead, limit: int) -> list[Message]:
         pk, own = it.marker_key(head)
-        return it.group_session_runs(self._query(pk, "R#"), own, self.blobs)
+        earlier = [i for i in self._query(pk, "R#") if i["sk"] < own]
+        return it.session_history(reversed(earlier), limit, self.blobs)
 
     def list_events(self, run_id: str, after: int = -1, limit: int = 100) -> list[Event]:
         pk, _ = it.head_key(run_id)
-        events = [it.decode_event(i) for i in self._query(pk, "EV#")]
-        return [e for e in events if e.seq > after][:limit]
+        start = f"EV#{after + 1:08d}"
+        found = [i for i in self._query(pk, "EV#") if i["sk"] >= start][:limit]
+        return [it.decode_event(i, self.blobs) for i in found]
+
+    def due_runs(self, now: float, limit: int = 500) -> list[str]:
+        due = it.sweep_at(now)
+        with self._lock:
+            heads = [i for i in self.items.values() if i["sk"] == "HEAD" and "sweep_at" in i]
+        found = sorted((i["sweep_at"], i["pk"]) for i in heads if i["sweep_at"] <= due)
+        return [pk.removeprefix("RUN#") for _, pk in found[:limit]]

@@ -29,7 +29,9 @@ class RichOutput:
 
 @dataclass
 class ToolContext:
-    """What a tool may know about the call. `call_id` doubles as the idempotency key.
+    """What a tool may know about the call. `idempotency_key` (the run and the call) is what
+    HTTP and Lambda tools send so a retried call can be deduplicated by the callee; it is
+    unique across runs even when a provider's call ids are not.
 
     `blobs` and `session_outputs` serve the built-ins that read the tool-output cache and
     the storage prefix; ordinary tools ignore them.
@@ -42,9 +44,19 @@ class ToolContext:
     blobs: Any = None  # runtime.store.base.BlobStore
     session_outputs: Callable[[], list[Any]] | None = None  # cached ToolResultMessages
 
+    @property
+    def idempotency_key(self) -> str:
+        return f"{self.run_id}:{self.call_id}"
+
 
 class Tool(Protocol):
+    """A callable tool. `name` is what the model sees (provider-safe, possibly shortened);
+    `reference` is the tool's identity as the spec names it (`refund`, `builtin:get_time_date`,
+    `mcp:orders/delete.item`): approval rules, effects and the cache match on `reference`,
+    never on a name parsed back from what the model sent."""
+
     name: str
+    reference: str
     description: str
     input_schema: dict[str, Any]
     effect: Effect
@@ -76,6 +88,7 @@ class FunctionTool:
     destructive: bool = False
     cache_outputs: bool = False
     reuse_cached: bool = False
+    reference: str = ""  # set by the toolset that offers it
 
     async def call(self, arguments: dict[str, Any], ctx: ToolContext) -> Any:
         return await self.func(arguments, ctx)

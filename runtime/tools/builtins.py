@@ -6,9 +6,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from runtime.messages import CLARIFY_TOOL
 from runtime.tools.base import FunctionTool, Tool, ToolContext, ToolError
 
-CLARIFY = "agent_clarify"
+CLARIFY = CLARIFY_TOOL
 
 CLARIFY_SCHEMA: dict[str, Any] = {
     "type": "object",

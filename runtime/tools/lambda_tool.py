@@ -23,7 +23,7 @@ def lambda_tool(name: str, config: LambdaTool, client: Callable[[], Any]) -> Fun
         payload = {
             "tool": name,
             "arguments": arguments,
-            "idempotency_key": ctx.call_id,
+            "idempotency_key": ctx.idempotency_key,
             "run_id": ctx.run_id,
         }
         try:

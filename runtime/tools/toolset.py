@@ -6,6 +6,7 @@ run's own event loop) by runtime.tools.mcp and merged in by the engine.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from typing import Any
 
@@ -86,4 +87,19 @@ def build_toolset(
         for tool in session_cache_tools():
             tools[tool.name] = tool
     tools["agent_clarify"] = clarify_tool()
+    for name, offered in tools.items():
+        offered.reference = name if name in spec.tools else f"builtin:{name}"
     return tools
+
+
+def merge_tools(base: dict[str, Tool], extra: dict[str, Tool]) -> dict[str, Tool]:
+    """The agent's tools plus discovered ones; a discovered tool whose model-facing name is
+    taken (a declared tool may be called `mcp__a__b`) is renamed with a hash of its identity,
+    never allowed to shadow the other."""
+    merged = dict(base)
+    for name, tool in extra.items():
+        if name in merged:
+            digest = hashlib.sha256(tool.reference.encode()).hexdigest()[:8]
+            tool.name = name = f"{name[:55]}_{digest}"
+        merged[name] = tool
+    return merged

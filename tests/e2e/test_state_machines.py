@@ -48,7 +48,7 @@ def wait_for(check: Callable[[], Any], timeout: float = 30.0, what: str = "condi
 def stack() -> Iterator[EmbeddedStack]:
     with embedded_aws() as clients:
         built = EmbeddedStack(DEMO, clients, template_path=ROOT / "template.yaml")
-        built.service.events = RecordingEvents()
+        built.service.events = built.step_service.events = RecordingEvents()
         yield built
 
 
@@ -202,7 +202,7 @@ def test_a_step_that_crashes_mid_step_is_retried_and_nothing_is_duplicated() -> 
             template_path=ROOT / "template.yaml",
             engine_options={"lease_seconds": 1.0},
         )
-        engine = stack.service.engine
+        engine = stack.step_service.engine  # the crash happens in the agent's function
         crashing = CrashOnce(engine.store, at=4)  # after the first tool result is committed
         engine.store = crashing  # type: ignore[assignment]
         _code, body = stack.service.start(

@@ -9,6 +9,7 @@ import yaml
 
 from infra.naming import agent_function_id, agent_state_machine_id
 from infra.sam.template import build_template, render
+from runtime.naming import agent_resource_name
 from runtime.routes import ROUTES
 from runtime.spec import AgentfnSpec
 
@@ -23,28 +24,40 @@ def _by_sid(function: dict[str, Any], sid: str) -> dict[str, Any] | None:
     return next((s for s in _statements(function) if s.get("Sid") == sid), None)
 
 
-def test_each_agent_gets_a_function_a_log_group_and_a_standard_state_machine(
+def test_each_agent_gets_a_named_function_and_a_standard_state_machine(
     full_spec: AgentfnSpec,
 ) -> None:
-    resources = build_template(full_spec)["Resources"]
+    template = build_template(full_spec)
+    resources = template["Resources"]
     for agent in full_spec.agents:
         function = resources[agent_function_id(agent)]
         assert function["Type"] == "AWS::Serverless::Function"
         assert function["Properties"]["Handler"] == "handlers.step.handler"
         assert function["Properties"]["Environment"]["Variables"]["AGENTFN_AGENT"] == agent
-        assert resources[f"{agent_function_id(agent)}Logs"]["Type"] == "AWS::Logs::LogGroup"
+        name = function["Properties"]["FunctionName"]["Fn::Sub"]
+        assert name[0] == f"agentfn-${{Stack8}}-{agent_resource_name(agent)}"
         machine = resources[agent_state_machine_id(agent)]
         assert machine["Type"] == "AWS::Serverless::StateMachine"
         assert machine["Properties"]["Type"] == "STANDARD"
-        assert machine["Properties"]["Policies"] == [
-            {"LambdaInvokePolicy": {"FunctionName": {"Ref": agent_function_id(agent)}}}
-        ]
+        assert machine["Properties"]["Name"] == function["Properties"]["FunctionName"]
+        (invoke,) = machine["Properties"]["Policies"][0]["Statement"]
+        assert invoke["Action"] == "lambda:InvokeFunction"
+        assert invoke["Resource"] == {"Fn::GetAtt": [agent_function_id(agent), "Arn"]}
     agent_functions = [
         k
         for k, v in resources.items()
-        if v["Type"] == "AWS::Serverless::Function" and k != "ApiFunction"
+        if v["Type"] == "AWS::Serverless::Function"
+        and v["Properties"]["Handler"] == "handlers.step.handler"
     ]
     assert len(agent_functions) == len(full_spec.agents)
+    # One log group for every function (JSON logs), not one per agent.
+    logs = [k for k, v in resources.items() if v["Type"] == "AWS::Logs::LogGroup"]
+    assert logs == ["FunctionLogs", "ApiAccessLogs"]
+    assert template["Globals"]["Function"]["LoggingConfig"] == {
+        "LogFormat": "JSON",
+        "LogGroup": {"Ref": "FunctionLogs"},
+    }
+    assert resources["FunctionLogs"]["Properties"]["RetentionInDays"] == 90
 
 
 def test_agent_lambda_settings_are_applied(full_spec: AgentfnSpec) -> None:
@@ -64,19 +77,22 @@ def test_state_machine_has_the_loop_shape_with_retries_catches_and_timeouts(
         "Properties"
     ]
     states = machine["Definition"]["States"]
-    assert machine["Definition"]["StartAt"] == "Advance"
+    assert machine["Definition"]["StartAt"] == "Init"
     for name in (
+        "Init",
         "Advance",
         "Route",
         "WaitForApproval",
         "WaitForInput",
-        "Finish",
+        "ContinueAsNew",
+        "Continued",
         "MarkFailed",
         "Succeeded",
         "Failed",
         "Cancelled",
     ):
         assert name in states, name
+    assert states["Init"]["Parameters"] == {"run_id.$": "$.run_id", "loops": 0}
     assert states["Route"]["Type"] == "Choice"
     assert states["Succeeded"]["Type"] == "Succeed" and states["Failed"]["Type"] == "Fail"
     advance = states["Advance"]
@@ -84,33 +100,33 @@ def test_state_machine_has_the_loop_shape_with_retries_catches_and_timeouts(
     assert advance["Parameters"]["Payload"] == {
         "action": "advance",
         "run_id.$": "$.run_id",
-    }  # ids only
+        "loops.$": "$.loops",
+    }  # ids and a counter only
     retried = {e for r in advance["Retry"] for e in r["ErrorEquals"]}
     assert {
         "Lambda.ServiceException",
         "Lambda.TooManyRequestsException",
         "States.TaskFailed",
+        "RunLeased",
     } <= retried
     assert advance["Catch"][0]["Next"] == "MarkFailed"
-    # Approval rules: 1h (= defaults.approval_timeout) and 30m compile into two wait states.
-    assert states["WaitForApproval"]["TimeoutSeconds"] == 3600
-    assert states["WaitForApproval1800s"]["TimeoutSeconds"] == 1800
-    assert states["WaitForInput"]["TimeoutSeconds"] == 12 * 3600  # agent input_timeout
-    wait = states["WaitForApproval"]
-    assert wait["Resource"] == "arn:aws:states:::lambda:invoke.waitForTaskToken"
-    assert wait["Parameters"]["Payload"]["task_token.$"] == "$$.Task.Token"
-    assert wait["Catch"][0] == {
+    # One wait state per kind: it waits what is left of the run's wait (any rule's timeout).
+    for wait in (states["WaitForApproval"], states["WaitForInput"]):
+        assert wait["TimeoutSecondsPath"] == "$.wait_seconds" and "TimeoutSeconds" not in wait
+        assert wait["Resource"] == "arn:aws:states:::lambda:invoke.waitForTaskToken"
+        assert wait["Parameters"]["Payload"]["task_token.$"] == "$$.Task.Token"
+    assert states["WaitForApproval"]["Catch"][0] == {
         "ErrorEquals": ["States.Timeout"],
         "ResultPath": None,
         "Next": "ApprovalTimedOut",
     }
     targets = {c["Next"] for c in states["Route"]["Choices"]}
     assert {
+        "ContinueAsNew",
         "Advance",
         "WaitForApproval",
-        "WaitForApproval1800s",
         "WaitForInput",
-        "Finish",
+        "Succeeded",
         "Failed",
         "Cancelled",
     } == targets
@@ -151,15 +167,21 @@ def test_agent_iam_is_scoped_to_what_the_agent_references(full_spec: AgentfnSpec
     assert lambdas["Resource"] == ["arn:aws:lambda:us-east-1:123456789012:function:charge"]
 
     # An agent with no Bedrock model, no Lambda tool and no secret gets none of those grants.
+    own = [
+        "OwnRunsAndSessions",
+        "OwnObjects",
+        "ListOwnPrefixes",
+        "ContinueInOwnStateMachine",
+        "ResumeOwnWait",
+        "PublishRunEvents",
+    ]
     local = resources[agent_function_id("local-helper")]
-    assert [s["Sid"] for s in _statements(local)] == ["ResumeOwnWait"]
+    assert [s["Sid"] for s in _statements(local)] == own
     researcher = resources[agent_function_id("researcher")]
     sids = [s["Sid"] for s in _statements(researcher)]
-    assert sids == ["ResumeOwnWait", "ReadReferencedParameters"]  # gemini key via SSM
-    # Shared grants are scoped to this stack's table, bucket and event bus.
-    policies = local["Properties"]["Policies"]
-    assert {"DynamoDBCrudPolicy": {"TableName": {"Ref": "StateTable"}}} in policies
-    assert {"S3CrudPolicy": {"BucketName": {"Ref": "DataBucket"}}} in policies
+    assert sids == [*own, "ReadReferencedParameters"]  # gemini key via SSM
+    # No SAM policy template (DynamoDBCrudPolicy, S3CrudPolicy: whole table and bucket).
+    assert all(set(p) == {"Statement"} for p in local["Properties"]["Policies"])
     # Only SendTaskSuccess, which IAM cannot scope to a resource, has a wildcard.
     wildcard = [(s["Sid"], s["Action"]) for s in _statements(support) if s.get("Resource") == "*"]
     assert wildcard == [("ResumeOwnWait", "states:SendTaskSuccess")]
@@ -176,7 +198,10 @@ def test_api_function_has_every_route_and_scoped_orchestration_grants(
     }
     start = _by_sid(api, "StartAgentStateMachines")
     assert start is not None
-    assert start["Resource"] == [{"Ref": agent_state_machine_id(a)} for a in full_spec.agents]
+    assert start["Resource"]["Fn::Sub"][0] == (
+        "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:"
+        "stateMachine:agentfn-${Stack8}-*"
+    )
     assert template["Resources"]["Api"]["Properties"]["Auth"] == {"DefaultAuthorizer": "AWS_IAM"}
     assert not any("bedrock" in json.dumps(s) for s in _statements(api))
 

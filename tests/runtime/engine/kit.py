@@ -56,6 +56,12 @@ TOOLS: dict[str, dict[str, Any]] = {
         "description": "Big output.",
         "effect": "read_only",
     },
+    "slow_charge": {
+        "type": "python",
+        "handler": "engine_tools:slow_charge",
+        "description": "Charge money, slowly.",
+        "effect": "at_most_once",
+    },
     "charge": {
         "type": "python",
         "handler": "engine_tools:charge",

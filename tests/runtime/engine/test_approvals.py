@@ -15,9 +15,9 @@ from tests.runtime.engine.kit import CALLS, call, make_spec, new_engine
 TWO_CHARGES = [
     {
         "tool_calls": [
-            call("echo", {"text": "before"}),
-            call("charge", {"amount": 5}),
-            call("charge", {"amount": 7}),
+            call("echo", {"text": "before"}, id="call-1-1"),
+            call("charge", {"amount": 5}, id="call-1-2"),
+            call("charge", {"amount": 7}, id="call-1-3"),
         ]
     },
     {"text": "done"},
@@ -146,8 +146,17 @@ def test_rules_match_globs_builtins_and_destructive_tools() -> None:
         tools=["echo", "charge", "builtin:get_time_date"],
         approval=[{"tools": ["ch*"]}, {"tools": ["builtin:get_time_date"]}, {"destructive": True}],
     )
-    assert rule_for(spec, "a", None, "charge") is spec.agents["a"].approval[0]
-    assert rule_for(spec, "a", None, "get_time_date") is spec.agents["a"].approval[1]
-    assert rule_for(spec, "a", None, "echo") is None
-    wiper = FunctionTool("mcp__db__wipe", "Wipe.", {"type": "object"}, func=None, destructive=True)
-    assert rule_for(spec, "a", wiper, "mcp__db__wipe") is spec.agents["a"].approval[2]
+    tools = new_engine(spec)._tools("a")
+    assert rule_for(spec, "a", tools["charge"]) is spec.agents["a"].approval[0]
+    assert rule_for(spec, "a", tools["get_time_date"]) is spec.agents["a"].approval[1]
+    assert rule_for(spec, "a", tools["echo"]) is None
+    assert rule_for(spec, "a", None) is None  # an unknown tool runs nothing
+    wiper = FunctionTool(
+        "mcp__db__wipe",
+        "Wipe.",
+        {"type": "object"},
+        func=None,
+        destructive=True,
+        reference="mcp:db/wipe",
+    )
+    assert rule_for(spec, "a", wiper) is spec.agents["a"].approval[2]

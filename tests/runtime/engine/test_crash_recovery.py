@@ -26,10 +26,16 @@ USAGE = {"input_tokens": 10, "output_tokens": 2}
 SCRIPT = [
     {
         "text": "Check, then charge.",
-        "tool_calls": [call("echo", {"text": "look"}), call("charge", {"amount": 5})],
+        "tool_calls": [
+            call("echo", {"text": "look"}, id="call-1-1"),
+            call("charge", {"amount": 5}, id="call-1-2"),
+        ],
         "usage": USAGE,
     },
-    {"tool_calls": [call("agent_clarify", {"question": "Which order?"})], "usage": USAGE},
+    {
+        "tool_calls": [call("agent_clarify", {"question": "Which order?"}, id="call-2-1")],
+        "usage": USAGE,
+    },
     {"text": "not json yet", "usage": USAGE},
     {"text": '{"order": "ORD-9"}', "usage": USAGE},
 ]

@@ -9,7 +9,7 @@ from tests.runtime.engine.kit import new_engine
 from tests.runtime.tools.local_http import serve
 
 
-def test_an_http_tool_call_reaches_the_server_once_with_the_call_id_as_idempotency_key(
+def test_an_http_tool_call_reaches_the_server_once_with_run_and_call_as_idempotency_key(
     monkeypatch,
 ) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("AGENTFN_SECRET_CRM_TOKEN", "s3cret-value")
@@ -70,7 +70,7 @@ def test_an_http_tool_call_reaches_the_server_once_with_the_call_id_as_idempoten
         assert len(server.requests) == 1  # the guarded tool never reached the server
         sent = server.requests[0]
         assert sent.path == "/accounts/CUST%2042" and sent.query == {"verbose": ["true"]}
-        assert sent.headers["idempotency-key"] == "call-X"
+        assert sent.headers["idempotency-key"] == f"{head.run_id}:call-X"  # unique per run
         assert sent.headers["authorization"] == "Bearer s3cret-value"
         account, blocked = engine.result(head.run_id)["tool_calls"]
         assert account["success"] and account["output"]["status"] == 200

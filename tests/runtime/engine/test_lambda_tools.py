@@ -74,7 +74,7 @@ def test_lambda_tools_get_the_payload_and_errors_become_tool_errors() -> None:
             {
                 "tool": "charge",
                 "arguments": {"amount": 12.5},
-                "idempotency_key": "call-A",
+                "idempotency_key": f"{head.run_id}:call-A",  # unique across runs
                 "run_id": head.run_id,
             }
         ]
@@ -89,6 +89,6 @@ def test_lambda_tools_get_the_payload_and_errors_become_tool_errors() -> None:
             and "could not invoke missing" in records[2]["output"]["error"]
         )
         # Every Lambda output is kept whole in the session's cache.
-        key = f"tool-cache/a/{head.session_id}/call-A"
+        key = f"tool-cache/a/{head.session_id}/{head.run_id}/call-A"
         body = clients.s3.get_object(Bucket=clients.bucket, Key=key)["Body"].read()
         assert b'"charged": 12.5' in body

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
+
 from runtime.clock import FakeClock
 from runtime.errors import TransientModelError
 from runtime.messages import AssistantMessage, ToolResultMessage, UserMessage
@@ -105,14 +107,14 @@ def test_slow_tools_time_out_as_errors() -> None:
 
 def test_large_outputs_are_capped_in_context_and_kept_whole_in_the_blob_store() -> None:
     spec = make_spec(
-        [{"tool_calls": [call("big", {"size": 30_000})]}, {"text": "ok"}],
+        [{"tool_calls": [call("big", {"size": 30_000}, id="call-1-1")]}, {"text": "ok"}],
         tool_result_max_chars=1000,
     )
     engine = new_engine(spec)
     head = run(engine)
     seen = next(m for m in _requests(engine)[1].messages if isinstance(m, ToolResultMessage))
     assert len(seen.content) < 1200 and "output truncated: 1000 of 30000" in seen.content
-    assert seen.full_output_ref == f"tool-cache/a/{head.session_id}/call-1-1"
+    assert seen.full_output_ref == f"tool-cache/a/{head.session_id}/{head.run_id}/call-1-1"
     assert len(engine.store.blobs.get(seen.full_output_ref)) == 30_000
 
 
@@ -327,24 +329,30 @@ def test_python_tool_schema_comes_from_type_hints_when_not_given() -> None:
 
 def test_clarification_pauses_and_the_reply_becomes_that_calls_result() -> None:
     script = [
-        {"tool_calls": [call("agent_clarify", {"question": "Which order?", "reason": "two open"})]},
+        {
+            "tool_calls": [
+                call("agent_clarify", {"question": "Which order?", "reason": "two open"}, id="q-1")
+            ]
+        },
         {"text": "Thanks, looking at ORD-9."},
     ]
     engine = new_engine(make_spec(script))
     head = run(engine)
     assert head.status == "awaiting_input"
     paused = engine.result(head.run_id)
+    clock = engine.clock
     assert paused["clarification"] == {
         "question": "Which order?",
         "reason": "two open",
-        "tool_call_id": "call-1-1",
+        "tool_call_id": "q-1",
+        "expires_at": pytest.approx(clock.now() + 86_400, abs=5),  # defaults.input_timeout
     }
     engine.reply(head.run_id, "ORD-9")
     head = asyncio.run(engine.advance(head.run_id))
     assert head.status == "succeeded"
     messages = _requests(engine)[1].messages
     assert isinstance(messages[-1], ToolResultMessage) and messages[-1].content == "ORD-9"
-    assert messages[-1].tool_call_id == "call-1-1"
+    assert messages[-1].tool_call_id == "q-1"
     assert sum(isinstance(m, UserMessage) for m in messages) == 1  # the reply is not a user message
 
 

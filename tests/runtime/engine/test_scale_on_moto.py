@@ -58,6 +58,7 @@ def test_a_200_turn_run_with_a_1_mb_tool_output_keeps_every_item_small() -> None
         # The 1 MB output is whole in S3, capped in context.
         first = result["tool_calls"][0]
         assert first["success"] and len(first["output"]) <= 2000
-        ref = f"tool-cache/a/{head.session_id}/call-1-1"
+        call_id = first["tool_call_id"]
+        ref = f"tool-cache/a/{head.session_id}/{head.run_id}/{call_id}"
         body = clients.s3.get_object(Bucket=clients.bucket, Key=ref)["Body"].read()
         assert len(body) == 1_000_000

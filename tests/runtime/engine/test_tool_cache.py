@@ -16,7 +16,7 @@ def _requests(engine: Any) -> list[Any]:
 
 def test_a_long_output_is_cached_whole_and_paged_with_session_cache_get() -> None:
     script = [
-        {"tool_calls": [call("big", {"size": 30_000})]},
+        {"tool_calls": [call("big", {"size": 30_000}, id="call-1-1")]},
         {"tool_calls": [call("session_cache_list")]},
         {
             "tool_calls": [
@@ -69,7 +69,7 @@ def test_cache_tools_are_offered_automatically_and_only_with_a_session() -> None
 
 def test_a_session_cannot_read_another_sessions_cached_output() -> None:
     script = [
-        {"tool_calls": [call("big", {"size": 5000})]},
+        {"tool_calls": [call("big", {"size": 5000}, id="call-1-1")]},
         {"tool_calls": [call("session_cache_get", {"id": "call-1-1"})]},
         {"text": "done"},
     ]
@@ -99,7 +99,7 @@ def test_identical_read_only_calls_are_answered_from_the_cache_when_the_spec_ask
     TOOLS["echo_cached"] = {**TOOLS["echo"], "cache_reuse": True}
     try:
         script = [
-            {"tool_calls": [call("echo_cached", {"text": "hi"})]},
+            {"tool_calls": [call("echo_cached", {"text": "hi"}, id="call-1-1")]},
             {
                 "tool_calls": [
                     call("echo_cached", {"text": "hi"}),

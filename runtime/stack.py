@@ -1,0 +1,36 @@
+"""How a process reaches the rest of the deployment: agent functions and state machines by
+their fixed names, and the name of a run's current Step Functions execution."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from runtime.naming import agent_resource_name
+from runtime.store.base import RunHead
+
+
+@dataclass
+class Stack:
+    """How this process reaches the rest of the deployment.
+
+    Agent functions and state machines have fixed physical names, `{prefix}{resource name}`
+    (runtime.naming), so two prefixes reach every agent whatever their number. An empty
+    prefix means "not deployed" (one process: tests, `agentfn run`).
+    """
+
+    function_prefix: str = ""  # agent function name = prefix + agent_resource_name(agent)
+    state_machine_prefix: str = ""  # state machine ARN = prefix + agent_resource_name(agent)
+    event_bus: str = "default"
+
+    def function(self, agent: str) -> str | None:
+        return self.function_prefix + agent_resource_name(agent) if self.function_prefix else None
+
+    def state_machine(self, agent: str) -> str | None:
+        if not self.state_machine_prefix:
+            return None
+        return self.state_machine_prefix + agent_resource_name(agent)
+
+
+def execution_name(head: RunHead) -> str:
+    """The run's current execution: `run_id`, then `run_id-N` after it continued anew."""
+    return head.run_id if head.generation == 0 else f"{head.run_id}-{head.generation}"

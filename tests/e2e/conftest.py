@@ -1,0 +1,21 @@
+"""The embedded stack for the durability and sweeper tests: the API and the agent functions
+as separate engines (separate lease owners), as deployed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from infra.embedded_stack import EmbeddedStack
+from infra.local import embedded_aws
+from tests.e2e.test_durability import DEMO, _separate_step_service
+from tests.helpers import ROOT
+
+
+@pytest.fixture
+def durable_stack() -> Iterator[EmbeddedStack]:
+    with embedded_aws() as clients:
+        built = EmbeddedStack(DEMO, clients, template_path=ROOT / "template.yaml")
+        _separate_step_service(built)
+        yield built
