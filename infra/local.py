@@ -14,10 +14,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from infra.sam.template import table_resource
+from infra.sam.data import idempotency_table_resource, table_resource
 from runtime.store.dynamo import DynamoStore, S3Blobs
 
 LOCAL_TABLE = "agentfn-local"
+LOCAL_IDEMPOTENCY_TABLE = "agentfn-local-idempotency"
 LOCAL_BUCKET = "agentfn-local-data"
 LOCAL_REGION = "us-east-1"
 
@@ -63,23 +64,47 @@ class AwsClients:
 
 
 def create_resources(clients: AwsClients) -> None:
-    """Create the table and bucket as the template declares them (idempotent)."""
-    props = table_resource()["Properties"]
+    """Create the tables and the bucket as the template declares them (idempotent): the runs'
+    table with its `sweep` index, and the API's idempotency table."""
     existing = clients.dynamodb.list_tables()["TableNames"]
-    if clients.table not in existing:
+    for name, resource in (
+        (clients.table, table_resource()),
+        (LOCAL_IDEMPOTENCY_TABLE, idempotency_table_resource()),
+    ):
+        props = resource["Properties"]
+        if name in existing:
+            _add_missing_indexes(clients.dynamodb, name, props)
+            continue
+        kwargs: dict[str, Any] = {}
+        if props.get("GlobalSecondaryIndexes"):
+            kwargs["GlobalSecondaryIndexes"] = props["GlobalSecondaryIndexes"]
         clients.dynamodb.create_table(
-            TableName=clients.table,
+            TableName=name,
             BillingMode=props["BillingMode"],
             AttributeDefinitions=props["AttributeDefinitions"],
             KeySchema=props["KeySchema"],
             SSESpecification={"Enabled": True},
+            **kwargs,
         )
         clients.dynamodb.update_time_to_live(
-            TableName=clients.table, TimeToLiveSpecification=props["TimeToLiveSpecification"]
+            TableName=name, TimeToLiveSpecification=props["TimeToLiveSpecification"]
         )
     buckets = [b["Name"] for b in clients.s3.list_buckets().get("Buckets", [])]
     if clients.bucket not in buckets:
         clients.s3.create_bucket(Bucket=clients.bucket)
+
+
+def _add_missing_indexes(dynamodb: Any, table: str, props: dict[str, Any]) -> None:
+    """A table made before an index was declared (a long-lived local endpoint) gets it."""
+    described = dynamodb.describe_table(TableName=table)["Table"]
+    present = {i["IndexName"] for i in described.get("GlobalSecondaryIndexes", [])}
+    missing = [i for i in props.get("GlobalSecondaryIndexes", []) if i["IndexName"] not in present]
+    if missing:
+        dynamodb.update_table(
+            TableName=table,
+            AttributeDefinitions=props["AttributeDefinitions"],
+            GlobalSecondaryIndexUpdates=[{"Create": index} for index in missing],
+        )
 
 
 @contextmanager

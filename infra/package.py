@@ -4,6 +4,9 @@
 that folder with `runtime/`, `handlers/`, the project's tools package, the compiled spec and
 a `requirements.txt` that `sam build` installs. Tests, `infra/`, moto and the CLI's own
 build-time dependencies (PyYAML, jsonschema) never reach a Lambda.
+
+A large template's state machine definitions go next to it, in `.agentfn/statemachines/`
+(outside the Lambda package), where its `DefinitionUri`s point.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from pathlib import Path
 
 import handlers
 import runtime
-from infra.sam.template import PACKAGE_DIR, SPEC_FILE
+from infra.sam.template import PACKAGE_DIR, SPEC_FILE, STATE_MACHINES_DIR, definition_files
 from runtime.spec import AgentfnSpec
 
 #: What the Lambda functions import at run time (boto3 comes with the Lambda runtime).
@@ -53,4 +56,18 @@ def stage_package(spec: AgentfnSpec, project_dir: Path, template_dir: Path) -> P
         json.dumps(spec.to_compiled(), indent=1, sort_keys=True) + "\n", encoding="utf-8"
     )
     (target / "requirements.txt").write_text("\n".join(requirements(spec)) + "\n", encoding="utf-8")
+    stage_definitions(spec, template_dir)
     return target
+
+
+def stage_definitions(spec: AgentfnSpec, template_dir: Path) -> None:
+    """(Re)write the state machine definitions that a large template references by
+    `DefinitionUri` (infra.sam.template.definition_files); none while they are inline."""
+    folder = template_dir / STATE_MACHINES_DIR
+    if folder.exists():
+        shutil.rmtree(folder)
+    for path, definition in definition_files(spec).items():
+        (template_dir / path).parent.mkdir(parents=True, exist_ok=True)
+        (template_dir / path).write_text(
+            json.dumps(definition, indent=1, sort_keys=True) + "\n", encoding="utf-8"
+        )

@@ -46,12 +46,17 @@ def agent_secrets(spec: AgentfnSpec, agent: str) -> list[str]:
     return sorted(used)
 
 
-def _secret_arn(spec: AgentfnSpec, name: str) -> tuple[str, dict[str, str]]:
+def _secret_arn(spec: AgentfnSpec, name: str) -> tuple[str, Any]:
+    """The IAM resource of a declared secret. A full ARN (another account or region, or a
+    Secrets Manager ARN with its suffix) is used as given; a name becomes this account's ARN.
+    Secrets Manager appends `-` and six random characters to a secret's ARN, which a name
+    does not know: `-??????` matches exactly those (a `*` would also match `prod/x-old`)."""
     config = spec.secrets[name]
-    target = (config.name or name).lstrip("/")
+    target = config.name or name
+    if target.startswith("arn:"):
+        return config.source, target
     if config.source == "ssm":
-        return "ssm", arn("ssm", f"parameter/{target}")
-    # Secrets Manager appends six random characters to a secret's ARN.
+        return "ssm", arn("ssm", f"parameter/{target.lstrip('/')}")
     return "secretsmanager", arn("secretsmanager", f"secret:{target}-??????")
 
 
@@ -68,7 +73,8 @@ def _bedrock_arns(model: BedrockModel) -> list[Any]:
 
 
 def agent_statements(spec: AgentfnSpec, agent: str) -> list[dict[str, Any]]:
-    """IAM statements beyond the shared table/bucket/events grants, for one agent function."""
+    """IAM statements for what one agent function references (models, Lambda tools,
+    secrets); its data and workflow grants are in infra.sam.grants."""
     agents = agent_closure(spec, agent)
     statements: list[dict[str, Any]] = []
 

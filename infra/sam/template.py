@@ -1,8 +1,22 @@
-"""The SAM template as plain data: one `_<resource>` function per kind, long-form
-intrinsics (`{"Ref": …}`, `{"Fn::Sub": …}`) so the output is easy to diff and test.
+"""The SAM template as plain data, assembled from one module per kind of resource
+(data: tables and bucket; api: the REST API and its function; functions: agents, state
+machines and the sweeper), with long-form intrinsics so the output is easy to diff and test.
 
 Determinism: resources appear in a fixed order (shared resources, then agents in spec
 order); nothing depends on time, the machine or dict iteration of unordered sources.
+
+Size: what grows with the number of agents is only each agent's own resources (a function,
+a state machine, and the role SAM makes for each) and one output. The API's environment
+and IAM name the agents by the fixed-size patterns of runtime.naming, and every function
+logs to one shared log group (LoggingConfig, JSON; Lambda puts the function's name in each
+log stream's name), so a per-agent log group does not spend the stack's 500 resources:
+100 agents take about 430 of them after the SAM transform.
+
+The state machine definitions are most of a template's bytes (about 7 KB each), and
+CloudFormation takes at most 1 MB of template body. While they are small in total they stay
+inline, so template.yaml is complete for review; past DEFINITIONS_INLINE_LIMIT they go to
+files next to the template (`DefinitionUri`), which `sam deploy` uploads to S3, and the
+body keeps only references.
 """
 
 from __future__ import annotations
@@ -12,47 +26,75 @@ from typing import Any
 
 import yaml
 
-from infra.naming import agent_function_id, agent_state_machine_id, logical_id
-from infra.sam import asl, iam
-from infra.sam.intrinsics import arn, get_arn, ref
-from runtime.routes import ROUTES
+from infra.naming import NAME_PREFIX, agent_function_id, agent_state_machine_id, logical_id
+from infra.sam import api, asl, data, functions
+from infra.sam.api import ACCESS_LOGS, API, API_FUNCTION
+from infra.sam.data import BUCKET, IDEMPOTENCY_TABLE, TABLE, table_resource
+from infra.sam.intrinsics import arn, ref, sub
+from runtime.naming import agent_resource_name, agent_tag
 from runtime.spec import AgentfnSpec
 
 PACKAGE_DIR = ".agentfn/package"
+STATE_MACHINES_DIR = ".agentfn/statemachines"
 SPEC_FILE = "agentfn.spec.json"
-TABLE = "StateTable"
-BUCKET = "DataBucket"
-API = "Api"
-API_FUNCTION = "ApiFunction"
+FUNCTION_LOGS = "FunctionLogs"
+#: Total size (compact JSON) of the inline definitions above which they go to files: about
+#: 30 agents, whose template stays well under a third of CloudFormation's 1 MB.
+DEFINITIONS_INLINE_LIMIT = 200_000
+
+
+def definition_files(spec: AgentfnSpec) -> dict[str, dict[str, Any]]:
+    """Path relative to the template → state machine definition, for the definitions that
+    go to files; empty while they fit inline. Written by infra.package.stage_package."""
+    definitions = {agent: asl.definition(spec, agent) for agent in spec.agents}
+    size = sum(len(json.dumps(d, separators=(",", ":"))) for d in definitions.values())
+    if size <= DEFINITIONS_INLINE_LIMIT:
+        return {}
+    return {definition_path(agent): definition for agent, definition in definitions.items()}
+
+
+def definition_path(agent: str) -> str:
+    return f"{STATE_MACHINES_DIR}/{agent_state_machine_id(agent)}.asl.json"
 
 
 def build_template(spec: AgentfnSpec, *, runtime: str | None = None) -> dict[str, Any]:
+    _check_names(spec)
     resources: dict[str, Any] = {}
     resources[TABLE] = table_resource()
-    resources[BUCKET] = _bucket(spec)
-    resources[f"{BUCKET}Policy"] = _bucket_policy()
-    resources[API] = _api(spec)
-    resources[API_FUNCTION] = _api_function(spec)
-    resources[f"{API_FUNCTION}Logs"] = _log_group(API_FUNCTION, spec)
+    resources[IDEMPOTENCY_TABLE] = data.idempotency_table_resource()
+    resources[BUCKET] = data.bucket(spec)
+    resources[f"{BUCKET}Policy"] = data.bucket_policy()
+    resources[FUNCTION_LOGS] = _log_group(spec, "functions")
+    resources[API] = api.api(spec)
+    if spec.deployment.access_logs:
+        resources[ACCESS_LOGS] = _log_group(spec, "api-access")
+    resources[API_FUNCTION] = api.api_function(spec)
+    resources[functions.SWEEPER] = functions.sweeper_function(spec)
     outputs: dict[str, Any] = {
         "ApiUrl": {
             "Description": "Base URL of the agentfn API",
-            "Value": {
-                "Fn::Sub": f"https://${{{API}}}.execute-api.${{AWS::Region}}.${{AWS::URLSuffix}}/{spec.deployment.stage_name}"
-            },
+            "Value": sub(
+                f"https://${{{API}}}.execute-api.${{AWS::Region}}.${{AWS::URLSuffix}}/"
+                f"{spec.deployment.stage_name}"
+            ),
         },
         "StateTableName": {"Description": "Run state (DynamoDB)", "Value": ref(TABLE)},
         "DataBucketName": {
             "Description": "Tool outputs and large bodies (S3)",
             "Value": ref(BUCKET),
         },
+        "FunctionLogGroup": {
+            "Description": "Logs of every function (stream names start with the function's)",
+            "Value": ref(FUNCTION_LOGS),
+        },
     }
+    files = definition_files(spec)
     for agent in spec.agents:
         function_id = agent_function_id(agent)
         machine_id = agent_state_machine_id(agent)
-        resources[function_id] = _agent_function(spec, agent)
-        resources[f"{function_id}Logs"] = _log_group(function_id, spec)
-        resources[machine_id] = _state_machine(spec, agent)
+        resources[function_id] = functions.agent_function(spec, agent)
+        path = definition_path(agent)
+        resources[machine_id] = functions.state_machine(spec, agent, path if files else None)
         outputs[f"Agent{logical_id(agent)}StateMachineArn"] = {
             "Description": f"State machine of agent {agent!r}",
             "Value": ref(machine_id),
@@ -68,6 +110,17 @@ def build_template(spec: AgentfnSpec, *, runtime: str | None = None) -> dict[str
     }
 
 
+def _check_names(spec: AgentfnSpec) -> None:
+    """IAM isolates agents by their tag and their physical name: two agents sharing either
+    would share data or functions, so such a spec must not build."""
+    for derive in (agent_tag, agent_resource_name):
+        seen: dict[str, str] = {}
+        for agent in spec.agents:
+            other = seen.setdefault(derive(agent), agent)
+            if other != agent:
+                raise ValueError(f"agents {other!r} and {agent!r} share {derive.__name__}")
+
+
 def _globals(spec: AgentfnSpec, runtime: str | None) -> dict[str, Any]:
     d = spec.deployment
     return {
@@ -78,217 +131,27 @@ def _globals(spec: AgentfnSpec, runtime: str | None) -> dict[str, Any]:
             "MemorySize": spec.defaults.lambda_.memory,
             "Timeout": int(spec.defaults.lambda_.timeout),
             "Tracing": "Active" if d.tracing else "PassThrough",
+            "LoggingConfig": {"LogFormat": "JSON", "LogGroup": ref(FUNCTION_LOGS)},
             "Environment": {
                 "Variables": {
                     "AGENTFN_TABLE": ref(TABLE),
                     "AGENTFN_BUCKET": ref(BUCKET),
                     "AGENTFN_EVENT_BUS": d.event_bus,
                     "AGENTFN_SPEC_HASH": spec.spec_hash(),
+                    # runtime.naming: every agent's function and state machine by name.
+                    "AGENTFN_FUNCTION_PREFIX": sub(NAME_PREFIX),
+                    "AGENTFN_STATE_MACHINE_PREFIX": arn("states", f"stateMachine:{NAME_PREFIX}"),
                     "POWERTOOLS_SERVICE_NAME": "agentfn",
                     "POWERTOOLS_LOG_LEVEL": "INFO",
                 }
             },
-        }
+        },
+        # OpenAPI 3 keeps SAM from adding a stray stage named `Stage` next to ours.
+        "Api": {"OpenApiVersion": "3.0.1"},
     }
 
 
-def table_resource() -> dict[str, Any]:
-    return {
-        "Type": "AWS::DynamoDB::Table",
-        "DeletionPolicy": "Retain",
-        "UpdateReplacePolicy": "Retain",
-        "Properties": {
-            "BillingMode": "PAY_PER_REQUEST",
-            "AttributeDefinitions": [
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "S"},
-            ],
-            "KeySchema": [
-                {"AttributeName": "pk", "KeyType": "HASH"},
-                {"AttributeName": "sk", "KeyType": "RANGE"},
-            ],
-            "TimeToLiveSpecification": {"AttributeName": "expires_at", "Enabled": True},
-            "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
-            "SSESpecification": {"SSEEnabled": True},
-        },
-    }
-
-
-def _bucket(spec: AgentfnSpec) -> dict[str, Any]:
-    days = max(1, round(spec.deployment.retention / 86_400))
-    return {
-        "Type": "AWS::S3::Bucket",
-        "DeletionPolicy": "Retain",
-        "UpdateReplacePolicy": "Retain",
-        "Properties": {
-            "BucketEncryption": {
-                "ServerSideEncryptionConfiguration": [
-                    {
-                        "ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"},
-                        "BucketKeyEnabled": True,
-                    }
-                ]
-            },
-            "PublicAccessBlockConfiguration": {
-                "BlockPublicAcls": True,
-                "BlockPublicPolicy": True,
-                "IgnorePublicAcls": True,
-                "RestrictPublicBuckets": True,
-            },
-            "OwnershipControls": {"Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]},
-            "LifecycleConfiguration": {
-                "Rules": [
-                    {
-                        "Id": "ExpireRunData",
-                        "Status": "Enabled",
-                        "ExpirationInDays": days,
-                        "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 1},
-                    }
-                ]
-            },
-        },
-    }
-
-
-def _bucket_policy() -> dict[str, Any]:
-    return {
-        "Type": "AWS::S3::BucketPolicy",
-        "Properties": {
-            "Bucket": ref(BUCKET),
-            "PolicyDocument": {
-                "Version": "2012-10-17",
-                "Statement": [
-                    {
-                        "Sid": "DenyInsecureTransport",
-                        "Effect": "Deny",
-                        "Principal": "*",
-                        "Action": "s3:*",
-                        "Resource": [get_arn(BUCKET), {"Fn::Sub": f"${{{BUCKET}.Arn}}/*"}],
-                        "Condition": {"Bool": {"aws:SecureTransport": "false"}},
-                    }
-                ],
-            },
-        },
-    }
-
-
-def _api(spec: AgentfnSpec) -> dict[str, Any]:
-    props: dict[str, Any] = {
-        "StageName": spec.deployment.stage_name,
-        "TracingEnabled": spec.deployment.tracing,
-        "EndpointConfiguration": {"Type": "REGIONAL"},
-    }
-    if spec.deployment.api_auth == "iam":
-        props["Auth"] = {"DefaultAuthorizer": "AWS_IAM"}
-    return {"Type": "AWS::Serverless::Api", "Properties": props}
-
-
-def _shared_policies(spec: AgentfnSpec) -> list[Any]:
-    return [
-        {"DynamoDBCrudPolicy": {"TableName": ref(TABLE)}},
-        {"S3CrudPolicy": {"BucketName": ref(BUCKET)}},
-        {"EventBridgePutEventsPolicy": {"EventBusName": spec.deployment.event_bus}},
-    ]
-
-
-def _api_function(spec: AgentfnSpec) -> dict[str, Any]:
-    machines = {a: f"${{{agent_state_machine_id(a)}}}" for a in spec.agents}
-    functions = {a: f"${{{agent_function_id(a)}.Arn}}" for a in spec.agents}
-    statements: list[dict[str, Any]] = [
-        {
-            "Sid": "RunAgentsInline",
-            "Effect": "Allow",
-            "Action": "lambda:InvokeFunction",
-            "Resource": [get_arn(agent_function_id(a)) for a in spec.agents],
-        },
-        {
-            "Sid": "StartAgentStateMachines",
-            "Effect": "Allow",
-            "Action": "states:StartExecution",
-            "Resource": [ref(agent_state_machine_id(a)) for a in spec.agents],
-        },
-        {
-            "Sid": "ManageAgentExecutions",
-            "Effect": "Allow",
-            "Action": ["states:StopExecution", "states:DescribeExecution"],
-            "Resource": [
-                arn("states", f"execution:${{{agent_state_machine_id(a)}.Name}}:*")
-                for a in spec.agents
-            ],
-        },
-        {
-            # SendTask* accept no resource-level scoping (IAM allows only "*"); the task
-            # token itself is the capability, and it is only ever read from our table.
-            "Sid": "ResumeWaitingRuns",
-            "Effect": "Allow",
-            "Action": ["states:SendTaskSuccess", "states:SendTaskFailure"],
-            "Resource": "*",
-        },
-    ]
-    events = {
-        route.name: {
-            "Type": "Api",
-            "Properties": {
-                "RestApiId": ref(API),
-                "Path": route.path,
-                "Method": route.method.lower(),
-            },
-        }
-        for route in ROUTES
-    }
-    return {
-        "Type": "AWS::Serverless::Function",
-        "Properties": {
-            "Description": "agentfn API: start runs, read results, approve, reply, cancel",
-            "Handler": "handlers.api.handler",
-            "MemorySize": 512,
-            "Timeout": 29,
-            "Environment": {
-                "Variables": {
-                    "AGENTFN_STATE_MACHINES": {"Fn::Sub": json.dumps(machines, sort_keys=True)},
-                    "AGENTFN_AGENT_FUNCTIONS": {"Fn::Sub": json.dumps(functions, sort_keys=True)},
-                }
-            },
-            "Policies": [*_shared_policies(spec), {"Statement": statements}],
-            "Events": events,
-        },
-    }
-
-
-def _agent_function(spec: AgentfnSpec, agent: str) -> dict[str, Any]:
-    config = spec.agents[agent]
-    props: dict[str, Any] = {
-        "Description": f"agentfn agent {agent!r}: {config.description}"[:256],
-        "Handler": "handlers.step.handler",
-        "Environment": {"Variables": {"AGENTFN_AGENT": agent}},
-    }
-    if config.lambda_.memory is not None:
-        props["MemorySize"] = config.lambda_.memory
-    if config.lambda_.timeout is not None:
-        props["Timeout"] = int(config.lambda_.timeout)
-    concurrency = config.lambda_.reserved_concurrency
-    if concurrency is None:
-        concurrency = spec.defaults.lambda_.reserved_concurrency
-    if concurrency is not None:
-        props["ReservedConcurrentExecutions"] = concurrency
-    policies: list[Any] = list(_shared_policies(spec))
-    statements = [
-        {
-            # The wait task resumes its own execution when a decision beat its task token.
-            # SendTaskSuccess accepts no resource-level scoping (IAM allows only "*").
-            "Sid": "ResumeOwnWait",
-            "Effect": "Allow",
-            "Action": "states:SendTaskSuccess",
-            "Resource": "*",
-        },
-        *iam.agent_statements(spec, agent),
-    ]
-    policies.append({"Statement": statements})
-    props["Policies"] = policies
-    return {"Type": "AWS::Serverless::Function", "Properties": props}
-
-
-def _log_group(function_id: str, spec: AgentfnSpec) -> dict[str, Any]:
+def _log_group(spec: AgentfnSpec, kind: str) -> dict[str, Any]:
     # Logs are operational data with their own retention: deleting them with the stack is
     # the intended behaviour, stated explicitly.
     return {
@@ -296,23 +159,10 @@ def _log_group(function_id: str, spec: AgentfnSpec) -> dict[str, Any]:
         "DeletionPolicy": "Delete",
         "UpdateReplacePolicy": "Delete",
         "Properties": {
-            "LogGroupName": {"Fn::Sub": f"/aws/lambda/${{{function_id}}}"},
+            "LogGroupName": sub(f"/agentfn/${{AWS::StackName}}/{kind}"),
             "RetentionInDays": spec.deployment.log_retention_days,
         },
     }
-
-
-def _state_machine(spec: AgentfnSpec, agent: str) -> dict[str, Any]:
-    function_id = agent_function_id(agent)
-    props: dict[str, Any] = {
-        "Type": "STANDARD",
-        "Definition": asl.definition(spec, agent),
-        "DefinitionSubstitutions": {"AgentFunctionArn": get_arn(function_id)},
-        "Policies": [{"LambdaInvokePolicy": {"FunctionName": ref(function_id)}}],
-    }
-    if spec.deployment.tracing:
-        props["Tracing"] = {"Enabled": True}
-    return {"Type": "AWS::Serverless::StateMachine", "Properties": props}
 
 
 class _Dumper(yaml.SafeDumper):

@@ -1,0 +1,95 @@
+"""The REST API: its stage (auth, throttling, access logs) and the function behind it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from infra.sam import grants
+from infra.sam.data import IDEMPOTENCY_TABLE
+from infra.sam.intrinsics import ref, sub
+from runtime.routes import ROUTES
+from runtime.spec import AgentfnSpec
+
+API = "Api"
+API_FUNCTION = "ApiFunction"
+ACCESS_LOGS = "ApiAccessLogs"
+
+#: One JSON object per request: who called (the IAM identity for SigV4 callers), what and
+#: how it ended. `extendedRequestId` is API Gateway's own id; a client can set `requestId`.
+ACCESS_LOG_FORMAT = json.dumps(
+    {
+        "requestId": "$context.requestId",
+        "extendedRequestId": "$context.extendedRequestId",
+        "ip": "$context.identity.sourceIp",
+        "caller": "$context.identity.caller",
+        "user": "$context.identity.user",
+        "userArn": "$context.identity.userArn",
+        "principalId": "$context.authorizer.principalId",
+        "requestTime": "$context.requestTime",
+        "httpMethod": "$context.httpMethod",
+        "resourcePath": "$context.resourcePath",
+        "path": "$context.path",
+        "status": "$context.status",
+        "protocol": "$context.protocol",
+        "responseLength": "$context.responseLength",
+    },
+    separators=(",", ":"),
+)
+
+
+def api(spec: AgentfnSpec) -> dict[str, Any]:
+    """The stage: IAM auth by default, stage-wide throttling (a caller's burst is answered
+    429 by API Gateway instead of scaling Lambda and Step Functions), and access logs."""
+    d = spec.deployment
+    props: dict[str, Any] = {
+        "StageName": d.stage_name,
+        "TracingEnabled": d.tracing,
+        "EndpointConfiguration": {"Type": "REGIONAL"},
+        "MethodSettings": [
+            {
+                "ResourcePath": "/*",
+                "HttpMethod": "*",
+                "ThrottlingRateLimit": d.api_throttle.rate_limit,
+                "ThrottlingBurstLimit": d.api_throttle.burst_limit,
+            }
+        ],
+    }
+    if d.access_logs:
+        props["AccessLogSetting"] = {
+            # The log group's ARN without the `:*` that its Arn attribute ends with.
+            "DestinationArn": sub(
+                "arn:${AWS::Partition}:logs:${AWS::Region}:${AWS::AccountId}:log-group:"
+                f"${{{ACCESS_LOGS}}}"
+            ),
+            "Format": ACCESS_LOG_FORMAT,
+        }
+    if d.api_auth == "iam":
+        props["Auth"] = {"DefaultAuthorizer": "AWS_IAM"}
+    return {"Type": "AWS::Serverless::Api", "Properties": props}
+
+
+def api_function(spec: AgentfnSpec) -> dict[str, Any]:
+    events = {
+        route.name: {
+            "Type": "Api",
+            "Properties": {
+                "RestApiId": ref(API),
+                "Path": route.path,
+                "Method": route.method.lower(),
+            },
+        }
+        for route in ROUTES
+    }
+    return {
+        "Type": "AWS::Serverless::Function",
+        "Properties": {
+            "Description": "agentfn API: start runs, read results, approve, reply, cancel",
+            "Handler": "handlers.api.handler",
+            "MemorySize": 512,
+            "Timeout": 29,
+            "Environment": {"Variables": {"AGENTFN_IDEMPOTENCY_TABLE": ref(IDEMPOTENCY_TABLE)}},
+            "Policies": [{"Statement": grants.api_statements(spec)}],
+            "Events": events,
+        },
+    }

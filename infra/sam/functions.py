@@ -1,0 +1,90 @@
+"""Per agent: its Lambda function and its Standard state machine; and the sweeper.
+
+Both of an agent's resources get the fixed physical name `agentfn-{stack8}-{resource name}`
+(infra.naming): the runtime finds them from two prefixes in its environment, and IAM grants
+them by name, so nothing in the template grows with the number of agents except the
+agents' own resources.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from infra.naming import agent_function_id, agent_physical_name
+from infra.sam import asl, grants, iam
+from infra.sam.intrinsics import get_arn, sub
+from runtime.spec import AgentfnSpec
+
+SWEEPER = "SweeperFunction"
+
+
+def agent_function(spec: AgentfnSpec, agent: str) -> dict[str, Any]:
+    config = spec.agents[agent]
+    props: dict[str, Any] = {
+        "FunctionName": sub(agent_physical_name(agent)),
+        "Description": f"agentfn agent {agent!r}: {config.description}"[:256],
+        "Handler": "handlers.step.handler",
+        "Environment": {"Variables": {"AGENTFN_AGENT": agent}},
+    }
+    if config.lambda_.memory is not None:
+        props["MemorySize"] = config.lambda_.memory
+    if config.lambda_.timeout is not None:
+        props["Timeout"] = int(config.lambda_.timeout)
+    concurrency = config.lambda_.reserved_concurrency
+    if concurrency is None:
+        concurrency = spec.defaults.lambda_.reserved_concurrency
+    if concurrency is not None:
+        props["ReservedConcurrentExecutions"] = concurrency
+    statements = [*grants.agent_data_statements(spec, agent), *iam.agent_statements(spec, agent)]
+    props["Policies"] = [{"Statement": statements}]
+    return {"Type": "AWS::Serverless::Function", "Properties": props}
+
+
+def state_machine(spec: AgentfnSpec, agent: str, definition_uri: str | None) -> dict[str, Any]:
+    """The agent's state machine; its definition inline, or in the file `definition_uri`
+    (relative to the template; `sam deploy` uploads it to S3) when the template is large."""
+    function_id = agent_function_id(agent)
+    props: dict[str, Any] = {
+        "Name": sub(agent_physical_name(agent)),
+        "Type": "STANDARD",
+        **(
+            {"DefinitionUri": definition_uri}
+            if definition_uri
+            else {"Definition": asl.definition(spec, agent)}
+        ),
+        "DefinitionSubstitutions": {"AgentFunctionArn": get_arn(function_id)},
+        "Policies": [{"Statement": grants.state_machine_statements(function_id)}],
+    }
+    if spec.deployment.tracing:
+        props["Tracing"] = {"Enabled": True}
+    return {"Type": "AWS::Serverless::StateMachine", "Properties": props}
+
+
+def schedule_expression(seconds: float) -> str:
+    minutes = int(seconds // 60)
+    return "rate(1 minute)" if minutes == 1 else f"rate({minutes} minutes)"
+
+
+def sweeper_function(spec: AgentfnSpec) -> dict[str, Any]:
+    """Resumes runs that stalled between steps (a lost invocation, an execution that ended
+    without finishing its run): it reads the sparse `sweep` index on a schedule. One
+    function for the stack, whatever the number of agents."""
+    return {
+        "Type": "AWS::Serverless::Function",
+        "Properties": {
+            "Description": "agentfn sweeper: resume stalled runs",
+            "Handler": "handlers.sweeper.handler",
+            "MemorySize": 512,
+            "Timeout": 300,
+            "Policies": [{"Statement": grants.sweeper_statements(spec)}],
+            "Events": {
+                "Sweep": {
+                    "Type": "Schedule",
+                    "Properties": {
+                        "Schedule": schedule_expression(spec.deployment.sweep_interval),
+                        "Description": "agentfn: resume stalled runs",
+                    },
+                }
+            },
+        },
+    }
