@@ -12,22 +12,29 @@ init when Lambda initialises ahead of traffic), boto3 and the engine when the Ru
 """
 
 import json
+import logging
 import os
 import re
-import sys
 import threading
 from collections.abc import Callable
 from typing import Any
 
+from handlers.api_requests import (
+    _HEADERS,
+    IDEMPOTENCY_HEADER,
+    caller_of,
+    error_answer,
+    json_body,
+    too_large,
+    too_large_answer,
+)
 from runtime.routes import ROUTES
 
 MAX_WAIT_SECONDS = 25.0  # API Gateway gives up at 29 s
-IDEMPOTENCY_HEADER = "Idempotency-Key"
-IDEMPOTENCY_PK = "IDEMPOTENCY"
+IDEMPOTENCY_TABLE_ENV = "AGENTFN_IDEMPOTENCY_TABLE"
 IDEMPOTENCY_TTL_SECONDS = 24 * 3600
 EDITED_INPUTS_LIMIT_BYTES = 64 * 1024  # decisions live in the run head (DynamoDB 400 KB)
 PREWARMED = {"provisioned-concurrency", "snap-start"}  # AWS_LAMBDA_INITIALIZATION_TYPE
-_HEADERS = {IDEMPOTENCY_HEADER.lower(): IDEMPOTENCY_HEADER}  # Powertools lowercases them
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 Answer = tuple[int, dict[str, Any]]
@@ -38,14 +45,18 @@ _idempotency: Any = _UNSET  # a Powertools persistence layer; None: Idempotency-
 _starter: Any = None  # (layer, config, idempotent start) for that layer
 _built: dict[str, Any] = {}  # "resolve", "app", then "openapi" once asked for
 _build_lock = threading.Lock()
+_request_time_left = threading.local()  # for the idempotent start, which takes one payload
 
 
 def configure(service: Any = None, *, idempotency: Any = _UNSET) -> None:
     """Use this RunService, not one built from the environment (None: back to it), and this
     Powertools persistence layer for Idempotency-Key records (None: the header is ignored;
-    left out: the service store's DynamoDB table and client, if it has them)."""
+    left out: the layer stays as it is, by default the table AGENTFN_IDEMPOTENCY_TABLE
+    names, if set)."""
     global _service, _idempotency, _starter
-    _service, _idempotency, _starter = service, idempotency, None
+    _service = service
+    if idempotency is not _UNSET:
+        _idempotency, _starter = idempotency, None
 
 
 def build_service_from_environment() -> Any:
@@ -54,21 +65,17 @@ def build_service_from_environment() -> Any:
     return build()
 
 
-def idempotency_store(table: str | None = None, client: Any = None) -> Any:
-    """Records in the runs' table: pk "IDEMPOTENCY", sk "StartRun#<hash>", its TTL attribute."""
+def idempotency_store(table: str, client: Any = None) -> Any:
+    """Records in their own table (Powertools' layout: key `id`, TTL `expiration`), one
+    partition per key: no hot partition, and only the API may read or write them."""
     from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 
-    return DynamoDBPersistenceLayer(
-        table_name=table or os.environ["AGENTFN_TABLE"],
-        key_attr="pk",
-        sort_key_attr="sk",
-        static_pk_value=IDEMPOTENCY_PK,
-        expiry_attr="expires_at",
-        boto3_client=client,
-    )
+    return DynamoDBPersistenceLayer(table_name=table, boto3_client=client)
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    if too_large(event):  # before parsing anything: a request's size is bounded
+        return too_large_answer()
     return _resolver()(event, context)
 
 
@@ -82,25 +89,34 @@ def the_service() -> Any:
 def _idempotency_layer() -> Any:
     global _idempotency
     if _idempotency is _UNSET:
-        store = getattr(the_service().engine, "store", None)
-        table, client = getattr(store, "_table", None), getattr(store, "_ddb", None)
-        _idempotency = idempotency_store(table, client) if table and client else None
+        table = os.environ.get(IDEMPOTENCY_TABLE_ENV)
+        _idempotency = idempotency_store(table) if table else None
     return _idempotency
 
 
-def _start(r: dict[str, Any]) -> Answer:
-    answer: Answer = the_service().start(r["agent"], r["input"], r["session_id"], r["wait_seconds"])
+def _start(r: dict[str, Any], time_left: float | None = None) -> Answer:
+    answer: Answer = the_service().start(
+        r["agent"], r["input"], r["session_id"], r["wait_seconds"], time_left=time_left
+    )
     return answer
+
+
+def _time_left(ctx: Any) -> float | None:
+    """Seconds this invocation has left (None outside Lambda): bounds an inline advance."""
+    if hasattr(ctx, "get_remaining_time_in_millis"):
+        return float(ctx.get_remaining_time_in_millis()) / 1000
+    return None
 
 
 def start_run(agent: str, body: dict[str, Any], key: str | None, caller: str, ctx: Any) -> Answer:
     """service.start; with a key, once per (caller, key): a retry gets the first answer."""
     layer = _idempotency_layer() if key is not None else None
     if layer is None:
-        return _start({"agent": agent, **body})
+        return _start({"agent": agent, **body}, _time_left(ctx))
     config, start = _idempotent_start(layer)
     if hasattr(ctx, "get_remaining_time_in_millis"):
         config.register_lambda_context(ctx)  # an in-progress record expires with this call
+    _request_time_left.value = _time_left(ctx)
     return start(request={"key": [caller, key], "request": {"agent": agent, **body}})
 
 
@@ -127,7 +143,7 @@ def _idempotent_start(layer: Any) -> tuple[Any, Callable[..., Answer]]:
             return int(data["code"]), data["body"] or the_service().get(data["run_id"])
 
     def start_once(*, request: dict[str, Any]) -> Answer:
-        return _start(request["request"])
+        return _start(request["request"], getattr(_request_time_left, "value", None))
 
     config = IdempotencyConfig(
         event_key_jmespath="key",
@@ -146,92 +162,14 @@ def _idempotent_start(layer: Any) -> tuple[Any, Callable[..., Answer]]:
     return config, start
 
 
-def approve(run_id: str, body: dict[str, Any]) -> dict[str, Any]:
+def approve(run_id: str, body: dict[str, Any], by: str) -> dict[str, Any]:
     from runtime.errors import InvalidRequest
 
     if len(json.dumps(body.get("edited_inputs"))) > EDITED_INPUTS_LIMIT_BYTES:
         message = f"edited_inputs must be at most {EDITED_INPUTS_LIMIT_BYTES} bytes as JSON"
         raise InvalidRequest(message, field="edited_inputs")
-    result: dict[str, Any] = the_service().approve(run_id, **body)
+    result: dict[str, Any] = the_service().approve(run_id, **body, by=by)
     return result
-
-
-def caller_of(event: Any) -> str:
-    """Who signed the request (the API uses IAM auth): Idempotency-Keys are per caller."""
-    identity = (event.get("requestContext") or {}).get("identity") or {}
-    return str(identity.get("userArn") or identity.get("caller") or identity.get("accountId") or "")
-
-
-def error_answer(exc: Exception, request_id: str = "", binary: bool = False) -> Answer:
-    """(HTTP status, error body) for an exception raised while answering a request (`binary`:
-    the request's body came base64-encoded, so it may not be text)."""
-    from aws_lambda_powertools.event_handler.exceptions import NotFoundError, ServiceError
-    from aws_lambda_powertools.event_handler.openapi.exceptions import (
-        RequestUnsupportedContentType,
-        RequestValidationError,
-    )
-
-    from runtime.errors import InvalidRequest, RunNotFound, StateConflict, WrongState
-
-    def answer(code: int, error: str, message: str, **extra: Any) -> tuple[int, dict[str, Any]]:
-        body = {"error_code": error, "error_message": message}
-        return code, body | {k: v for k, v in extra.items() if v}
-
-    if isinstance(exc, RequestUnsupportedContentType):
-        return answer(415, "UNSUPPORTED_MEDIA_TYPE", "send the body as application/json")
-    if isinstance(exc, RequestValidationError):
-        field, message = validation_error(exc.errors())
-        return answer(400, "INVALID_REQUEST", message, field=field)
-    if isinstance(exc, UnicodeDecodeError) and binary:
-        return answer(400, "INVALID_REQUEST", "body: not UTF-8 text", field="body")
-    if isinstance(exc, NotFoundError):
-        return answer(404, "NOT_FOUND", "no such route")
-    if isinstance(exc, ServiceError) and exc.status_code < 500:
-        return answer(exc.status_code, "INVALID_REQUEST", str(exc.msg))
-    # Only raised once start_run has loaded them: no import (and boto3) for every error.
-    idempotency = sys.modules.get("aws_lambda_powertools.utilities.idempotency.exceptions")
-    if idempotency and isinstance(exc, idempotency.IdempotencyValidationError):
-        message = f"this {IDEMPOTENCY_HEADER} was used for a different request"
-        return answer(422, "IDEMPOTENCY_KEY_REUSED", message, field=IDEMPOTENCY_HEADER)
-    if idempotency and isinstance(exc, idempotency.IdempotencyAlreadyInProgressError):
-        message = f"a request with this {IDEMPOTENCY_HEADER} is still running; retry"
-        return answer(409, "IDEMPOTENCY_KEY_IN_USE", message, field=IDEMPOTENCY_HEADER)
-    if isinstance(exc, RunNotFound):
-        return answer(404, exc.error_code, str(exc), field="run_id")
-    if isinstance(exc, InvalidRequest):
-        if exc.not_found:
-            return answer(404, "NOT_FOUND", str(exc), field=exc.field)
-        return answer(400, exc.error_code, str(exc), field=exc.field)
-    if isinstance(exc, WrongState):
-        return answer(409, exc.error_code, str(exc), status=exc.status)
-    if isinstance(exc, StateConflict):
-        return answer(409, exc.error_code, "the run changed during this request; retry")
-    return answer(500, "INTERNAL", f"internal error (request {request_id or 'unknown'})")
-
-
-def validation_error(errors: Any) -> tuple[str, str]:
-    """(field, message) for the first failing part: the field as the request spells it."""
-    first = errors[0] if errors else {}
-    if first.get("type") == "json_invalid":
-        return "body", f"body: not valid JSON ({(first.get('ctx') or {}).get('error')})"
-    loc = [str(part) for part in first.get("loc", ("body",))]
-    field = ".".join(loc[1:]) or loc[0]
-    field = _HEADERS.get(field, field)
-    return field, f"{field}: {first.get('msg') or 'is not valid'}"
-
-
-def _json_body(text: str) -> Any:
-    """json.loads that refuses what cannot be stored: NaN/Infinity and lone surrogates."""
-
-    def no_constants(name: str) -> Any:
-        raise json.JSONDecodeError(f"{name} is not allowed", text, 0)
-
-    value = json.loads(text, parse_constant=no_constants)
-    try:
-        json.dumps(value, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        raise json.JSONDecodeError("strings must be valid Unicode", text, 0) from None
-    return value
 
 
 def _resolver() -> Handler:
@@ -260,8 +198,11 @@ def _build() -> None:
     from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
     from pydantic import BaseModel, ConfigDict, Field
 
+    from runtime.secrets import protect_logs
+
     logger = Logger(service="agentfn")
-    app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=_json_body)
+    protect_logs(logging.getLogger(), logging.getLogger(logger.name))  # no secret in the log
+    app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=json_body)
 
     class Strict(BaseModel):
         model_config = ConfigDict(extra="forbid", strict=True)
@@ -349,17 +290,60 @@ def _build() -> None:
     ) -> Response[Any]:
         return ok(the_service().events_after(run_id, after=after, limit=limit))
 
+    def caller() -> str:
+        return caller_of(app.current_event.raw_event)
+
     @route("Approve", {200: RunResult}, 400, 404, 409)
     def approve_run(run_id: Name, request: Annotated[ApprovalRequest, Body()]) -> Response[Any]:
-        return ok(approve(run_id, request.model_dump(exclude_unset=True)))
+        return ok(approve(run_id, request.model_dump(exclude_unset=True), caller()))
 
     @route("Reply", {200: RunResult}, 400, 404, 409)
     def reply(run_id: Name, request: Annotated[ReplyRequest, Body()]) -> Response[Any]:
-        return ok(the_service().reply(run_id, request.input))
+        return ok(the_service().reply(run_id, request.input, by=caller()))
 
     @route("Cancel", {200: RunResult}, 400, 404, 409)
     def cancel(run_id: Name) -> Response[Any]:
-        return ok(the_service().cancel(run_id))
+        return ok(the_service().cancel(run_id, by=caller()))
+
+    def owned(agent: str, run_id: str) -> str:
+        """The run id when the run belongs to `agent` (its id carries the agent's tag)."""
+        from runtime.errors import InvalidRequest
+        from runtime.naming import run_belongs_to
+
+        if agent not in the_service().engine.spec.agents or not run_belongs_to(run_id, agent):
+            raise InvalidRequest(
+                f"agent {agent!r} has no run {run_id!r}", field="run_id", not_found=True
+            )
+        return run_id
+
+    @route("GetAgentRun", {200: RunResult}, 400, 404)
+    def get_agent_run(agent: Name, run_id: Name) -> Response[Any]:
+        return get_run(owned(agent, run_id))
+
+    @route("GetAgentRunEvents", {200: RunEvents}, 400, 404)
+    def get_agent_run_events(
+        agent: Name,
+        run_id: Name,
+        after: Annotated[int, Query(ge=-1, le=10**12)] = -1,
+        limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    ) -> Response[Any]:
+        return get_run_events(owned(agent, run_id), after, limit)
+
+    @route("ApproveAgentRun", {200: RunResult}, 400, 404, 409)
+    def approve_agent_run(
+        agent: Name, run_id: Name, request: Annotated[ApprovalRequest, Body()]
+    ) -> Response[Any]:
+        return approve_run(owned(agent, run_id), request)
+
+    @route("ReplyAgentRun", {200: RunResult}, 400, 404, 409)
+    def reply_agent_run(
+        agent: Name, run_id: Name, request: Annotated[ReplyRequest, Body()]
+    ) -> Response[Any]:
+        return reply(owned(agent, run_id), request)
+
+    @route("CancelAgentRun", {200: RunResult}, 400, 404, 409)
+    def cancel_agent_run(agent: Name, run_id: Name) -> Response[Any]:
+        return cancel(owned(agent, run_id))
 
     @route("OpenApi", {})
     def openapi() -> Response[Any]:

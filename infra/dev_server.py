@@ -339,7 +339,6 @@ def serve(
     """Start the AWS side and the stack, answer requests until `stop` is set, shut down."""
     import boto3
 
-    import handlers.api
     from infra.embedded_stack import EmbeddedStack
     from infra.local import LOCAL_BUCKET, LOCAL_REGION, LOCAL_TABLE, AwsClients, create_resources
     from infra.local_lambda import dispatching
@@ -359,7 +358,7 @@ def serve(
             )
             create_resources(clients)
             stack = EmbeddedStack(spec, clients, template_path=template_for(spec, spec_path))
-            handlers.api.configure(stack.service)
+            stack.serve_api()
             api_thread.start()
             print(banner(spec, spec_path, api.server_port, aws.url), flush=True)
             while not stop.wait(0.5):

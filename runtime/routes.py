@@ -21,5 +21,33 @@ ROUTES: tuple[Route, ...] = (
     Route("Approve", "POST", "/runs/{run_id}/approval", "Decide pending tool call(s)"),
     Route("Reply", "POST", "/runs/{run_id}/reply", "Answer a clarification question"),
     Route("Cancel", "POST", "/runs/{run_id}/cancel", "Cancel a run"),
+    # The same operations under the agent's path, so IAM can grant a person rights on some
+    # agents only (`execute-api:Invoke` on `…/POST/agents/billing/runs/*/approval`); a run
+    # of another agent answers 404 there.
+    Route("GetAgentRun", "GET", "/agents/{agent}/runs/{run_id}", "A run of this agent"),
+    Route(
+        "GetAgentRunEvents",
+        "GET",
+        "/agents/{agent}/runs/{run_id}/events",
+        "Events of a run of this agent",
+    ),
+    Route(
+        "ApproveAgentRun",
+        "POST",
+        "/agents/{agent}/runs/{run_id}/approval",
+        "Decide pending tool call(s) of a run of this agent",
+    ),
+    Route(
+        "ReplyAgentRun",
+        "POST",
+        "/agents/{agent}/runs/{run_id}/reply",
+        "Answer a clarification of a run of this agent",
+    ),
+    Route(
+        "CancelAgentRun",
+        "POST",
+        "/agents/{agent}/runs/{run_id}/cancel",
+        "Cancel a run of this agent",
+    ),
     Route("OpenApi", "GET", "/openapi.json", "This API's OpenAPI document"),
 )

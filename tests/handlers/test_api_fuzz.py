@@ -31,8 +31,9 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from runtime.engine.loop import Engine
-from runtime.service import RunService, Stack
+from runtime.service import RunService
 from runtime.spec import AgentfnSpec
+from runtime.stack import Stack
 from runtime.store.memory import MemoryStore
 from tests.handlers.test_handlers import FakeContext, apigw_event, route_of
 

@@ -14,16 +14,15 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from infra.embedded_stack import EmbeddedStack
-from infra.local import embedded_aws
+from infra.local import LOCAL_IDEMPOTENCY_TABLE
 from runtime.routes import ROUTES
-from runtime.spec import AgentfnSpec
 from tests.helpers import ROOT
 
 POLL_SECONDS = 20.0
@@ -148,24 +147,16 @@ def run_status(run_id: str, status: str) -> Answer:
     return poll(lambda: call("GET", f"/runs/{run_id}"), lambda a: a.body["status"] == status)
 
 
-@pytest.fixture(scope="module")
-def stack(demo_spec: AgentfnSpec) -> Iterator[EmbeddedStack]:
-    import handlers.api
-    import handlers.step
-
-    with embedded_aws() as clients:
-        embedded = EmbeddedStack(demo_spec, clients, template_path=ROOT / "template.yaml")
-        handlers.api.configure(embedded.service)
-        try:
-            yield embedded
-        finally:
-            handlers.api.configure(None)
-            handlers.step.configure(None)
+def idempotency_records(stack: EmbeddedStack) -> list[dict[str, Any]]:
+    """Idempotency-Key records: their own table, one partition per key."""
+    return table_items(stack, table=LOCAL_IDEMPOTENCY_TABLE)
 
 
-def table_items(stack: EmbeddedStack, **match: str) -> list[dict[str, Any]]:
+def table_items(
+    stack: EmbeddedStack, table: str | None = None, **match: str
+) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
-    kwargs: dict[str, Any] = {"TableName": stack.clients.table}
+    kwargs: dict[str, Any] = {"TableName": table or stack.clients.table}
     while True:
         page = stack.clients.dynamodb.scan(**kwargs)
         items += page["Items"]
@@ -309,7 +300,7 @@ def test_a_retried_start_with_the_same_idempotency_key_gets_the_first_answer(
     stack: EmbeddedStack,
 ) -> None:
     heads = len(table_items(stack, sk="HEAD"))
-    records = {r["sk"]["S"] for r in table_items(stack, pk="IDEMPOTENCY")}
+    records = {r["id"]["S"] for r in idempotency_records(stack)}
     body = {"input": "Broken grinder", "wait_seconds": 0, "session_id": "idem-1"}
     key = {"Idempotency-Key": "retry-me-1"}
     first = call("POST", "/agents/support/runs", body, headers=key)
@@ -317,9 +308,10 @@ def test_a_retried_start_with_the_same_idempotency_key_gets_the_first_answer(
     assert first.status == second.status == 202
     assert second.body == first.body
     assert len(table_items(stack, sk="HEAD")) == heads + 1  # one run, not two
-    (record,) = [r for r in table_items(stack, pk="IDEMPOTENCY") if r["sk"]["S"] not in records]
-    assert record["sk"]["S"].startswith("StartRun#") and record["status"]["S"] == "COMPLETED"
-    assert time.time() + 23 * 3600 < int(record["expires_at"]["N"]) < time.time() + 25 * 3600
+    (record,) = [r for r in idempotency_records(stack) if r["id"]["S"] not in records]
+    assert record["id"]["S"].startswith("StartRun#") and record["status"]["S"] == "COMPLETED"
+    assert time.time() + 23 * 3600 < int(record["expiration"]["N"]) < time.time() + 25 * 3600
+    assert not table_items(stack, pk="IDEMPOTENCY")  # nothing in the runs' table
 
     # The same key for a different request is the caller's mistake, not a replay.
     other = call("POST", "/agents/support/runs", {**body, "input": "Other"}, headers=key)
@@ -355,12 +347,12 @@ def test_a_retry_while_the_first_request_still_runs_is_409(stack: EmbeddedStack)
     class Impatient:
         engine = stack.service.engine
 
-        def start(self, *args: Any) -> tuple[int, dict[str, Any]]:
+        def start(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, Any]]:
             try:
                 handlers.api.start_run(*request)
             except Exception as exc:
                 retried.append(handlers.api.error_answer(exc))
-            return stack.service.start(*args)
+            return stack.service.start(*args, **kwargs)
 
     body = {"input": "x", "session_id": None, "wait_seconds": 0}
     request = ("support", body, "k-409", "me", FakeContext())
@@ -377,11 +369,11 @@ def test_a_retry_while_the_first_request_still_runs_is_409(stack: EmbeddedStack)
 
 
 def test_without_the_header_no_idempotency_record_is_written(stack: EmbeddedStack) -> None:
-    records = len(table_items(stack, pk="IDEMPOTENCY"))
+    records = len(idempotency_records(stack))
     one = call("POST", "/agents/support/runs", {"input": "a", "wait_seconds": 0})
     two = call("POST", "/agents/support/runs", {"input": "a", "wait_seconds": 0})
     assert one.body["run_id"] != two.body["run_id"]
-    assert len(table_items(stack, pk="IDEMPOTENCY")) == records
+    assert len(idempotency_records(stack)) == records
 
 
 # ---- the caller's mistakes -----------------------------------------------------------------
@@ -392,12 +384,12 @@ def test_unknown_agent_is_404(stack: EmbeddedStack) -> None:
     assert answer.status == 404
     assert answer.body["error_code"] == "NOT_FOUND" and answer.body["field"] == "agent"
     # With a key too, and the failed attempt leaves no record: a corrected retry may run.
-    records = len(table_items(stack, pk="IDEMPOTENCY"))
+    records = len(idempotency_records(stack))
     keyed = call(
         "POST", "/agents/nobody/runs", {"input": "hi"}, headers={"Idempotency-Key": "k-404"}
     )
     assert keyed.status == 404
-    assert len(table_items(stack, pk="IDEMPOTENCY")) == records
+    assert len(idempotency_records(stack)) == records
 
 
 @pytest.mark.parametrize(
@@ -575,11 +567,12 @@ def test_openapi_document_describes_every_route_with_its_request_model(
 # ---- the step handler ------------------------------------------------------------------------
 
 
-def test_step_handler_rejects_an_unknown_action(stack: EmbeddedStack) -> None:
-    from handlers.step import handler
+def test_step_handler_rejects_an_unknown_action_with_a_short_error(stack: EmbeddedStack) -> None:
+    from handlers.step import StepFailed, handler
 
-    out = handler({"action": "explode", "run_id": "r"}, FakeContext())
-    assert out["error_code"] == "BAD_REQUEST" and out["status"] == "failed"
+    with pytest.raises(StepFailed) as failed:  # the state machine's catch marks the run failed
+        handler({"action": "explode" * 1000, "run_id": "r"}, FakeContext())
+    assert "unknown action" in str(failed.value) and len(str(failed.value)) <= 1000
 
 
 # ---- cold start ------------------------------------------------------------------------------
