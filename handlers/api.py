@@ -22,6 +22,7 @@ from typing import Any
 from handlers.api_requests import (
     _HEADERS,
     IDEMPOTENCY_HEADER,
+    MAX_BODY_BYTES,
     caller_of,
     error_answer,
     json_body,
@@ -247,6 +248,7 @@ def _build() -> None:
     JSON = "application/json"
     described = {400: "Not valid (field)", 404: "No such run or agent", 409: "Wrong state"}
     described[422] = f"{IDEMPOTENCY_HEADER} used for another request"
+    described[413] = f"Body over {MAX_BODY_BYTES} bytes"
     by_name = {route.name: route for route in ROUTES}
     registered: set[str] = set()
 
@@ -268,7 +270,7 @@ def _build() -> None:
     def ok(body: Any, status: int = 200) -> Response[Any]:
         return Response(status_code=status, content_type=JSON, body=body)
 
-    @route("StartRun", {200: RunResult, 202: RunSummary}, 400, 404, 409, 422)
+    @route("StartRun", {200: RunResult, 202: RunSummary}, 400, 404, 409, 413, 422)
     def start(agent: Name, request: Annotated[StartRunRequest, Body()], key: Key = None) -> Any:
         caller, ctx = caller_of(app.current_event.raw_event), app.lambda_context
         status, body = start_run(agent, request.model_dump(), key, caller, ctx)
@@ -293,11 +295,11 @@ def _build() -> None:
     def caller() -> str:
         return caller_of(app.current_event.raw_event)
 
-    @route("Approve", {200: RunResult}, 400, 404, 409)
+    @route("Approve", {200: RunResult}, 400, 404, 409, 413)
     def approve_run(run_id: Name, request: Annotated[ApprovalRequest, Body()]) -> Response[Any]:
         return ok(approve(run_id, request.model_dump(exclude_unset=True), caller()))
 
-    @route("Reply", {200: RunResult}, 400, 404, 409)
+    @route("Reply", {200: RunResult}, 400, 404, 409, 413)
     def reply(run_id: Name, request: Annotated[ReplyRequest, Body()]) -> Response[Any]:
         return ok(the_service().reply(run_id, request.input, by=caller()))
 
@@ -329,13 +331,13 @@ def _build() -> None:
     ) -> Response[Any]:
         return get_run_events(owned(agent, run_id), after, limit)
 
-    @route("ApproveAgentRun", {200: RunResult}, 400, 404, 409)
+    @route("ApproveAgentRun", {200: RunResult}, 400, 404, 409, 413)
     def approve_agent_run(
         agent: Name, run_id: Name, request: Annotated[ApprovalRequest, Body()]
     ) -> Response[Any]:
         return approve_run(owned(agent, run_id), request)
 
-    @route("ReplyAgentRun", {200: RunResult}, 400, 404, 409)
+    @route("ReplyAgentRun", {200: RunResult}, 400, 404, 409, 413)
     def reply_agent_run(
         agent: Name, run_id: Name, request: Annotated[ReplyRequest, Body()]
     ) -> Response[Any]:

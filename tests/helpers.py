@@ -6,7 +6,10 @@ import os
 import shutil
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -52,3 +55,14 @@ def tool_path(name: str) -> str:
     if not found:
         pytest.fail(f"{name} is not installed; run the tests with: python3 scripts/dev.py test")
     return found
+
+
+def wait_for(check: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:
+    """Poll `check` until it returns something truthy (returned), or fail after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -20,19 +19,9 @@ from runtime.engine.loop import Engine
 from runtime.errors import InvalidRequest
 from runtime.service import RunService
 from runtime.spec import AgentfnSpec
-from tests.helpers import DEMO_SPEC
+from tests.helpers import DEMO_SPEC, wait_for
 
 DEMO: AgentfnSpec = validate_file(DEMO_SPEC).spec  # type: ignore[assignment]
-
-
-def wait_for(check: Callable[[], Any], timeout: float = 20.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _separate_step_service(durable_stack: EmbeddedStack) -> RunService:

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,7 +17,7 @@ from infra.local import embedded_aws
 from infra.validate import validate_file
 from runtime.spec import AgentfnSpec
 from runtime.store.base import Commit
-from tests.helpers import DEMO_SPEC, ROOT
+from tests.helpers import DEMO_SPEC, ROOT, wait_for
 
 DEMO: AgentfnSpec = validate_file(DEMO_SPEC).spec  # type: ignore[assignment]
 
@@ -32,16 +31,6 @@ class RecordingEvents:
     def put_events(self, Entries: list[dict[str, Any]]) -> dict[str, Any]:
         self.entries.extend(Entries)
         return {"FailedEntryCount": 0}
-
-
-def wait_for(check: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ from tests.e2e.test_durability import (
     FlakySfn,
     _paused,
     _status,
-    wait_for,
 )
+from tests.helpers import wait_for
 
 
 def test_the_sweeper_resends_a_resume_that_every_attempt_lost(durable_stack: EmbeddedStack) -> None:

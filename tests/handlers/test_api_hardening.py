@@ -40,6 +40,8 @@ def test_a_body_over_the_limit_is_413_before_anything_is_parsed(stack: EmbeddedS
         "POST", "/agents/support/runs", "/agents/{agent}/runs", raw, {"agent": "support"}
     )
     assert status == 413 and body["error_code"] == "PAYLOAD_TOO_LARGE" and body["field"] == "body"
+    document = call("GET", "/openapi.json").body
+    assert "413" in document["paths"]["/agents/{agent}/runs"]["post"]["responses"]
 
 
 def test_the_callers_identity_is_recorded_with_the_decision(stack: EmbeddedStack) -> None:

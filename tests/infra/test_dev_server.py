@@ -10,8 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ import httpx
 import pytest
 
 from infra.dev_server import match_route, proxy_event
-from tests.helpers import ROOT
+from tests.helpers import ROOT, wait_for
 
 START_TIMEOUT = 30.0
 AGENTFN = [sys.executable, "-m", "infra.cli"]
@@ -55,16 +54,6 @@ class Dev:
             env=_env(),
             timeout=60,
         )
-
-
-def wait_for(check: Callable[[], Any], timeout: float = 20.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture(scope="module")
