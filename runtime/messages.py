@@ -90,6 +90,11 @@ class AssistantMessage(_Msg):
     provider_data: dict[str, Any] | None = None
 
 
+class ImagePart(_Msg):
+    mime_type: str
+    data: str  # base64
+
+
 class ToolResultMessage(_Msg):
     kind: Literal["tool_result"] = "tool_result"
     tool_call_id: str
@@ -109,6 +114,9 @@ class ToolResultMessage(_Msg):
     reused_from: str | None = None  # the earlier call whose cached output answered this one
     outcome_unknown: bool = False
     decided_by: str | None = None  # who approved, edited or answered this call (the caller)
+    #: Images the tool returned, for providers that accept images in tool results; the
+    #: `content` text always describes them for the others.
+    images: list[ImagePart] = Field(default_factory=list)
 
 
 CLARIFY_TOOL = "agent_clarify"
@@ -118,16 +126,15 @@ EARLIER_OUTPUT_CHARS = 2000
 
 def as_earlier(message: Message) -> Message:
     """The message as later runs of its session see it: tool outputs cut to a preview (the
-    full output stays in the tool-output cache), clarification answers kept whole."""
-    if (
-        isinstance(message, ToolResultMessage)
-        and message.tool_name != CLARIFY_TOOL
-        and len(message.content) > EARLIER_OUTPUT_CHARS
-    ):
+    full output stays in the tool-output cache) and without their images (the text still
+    describes them), clarification answers kept whole."""
+    if not isinstance(message, ToolResultMessage) or message.tool_name == CLARIFY_TOOL:
+        return message
+    update: dict[str, Any] = {"images": []} if message.images else {}
+    if len(message.content) > EARLIER_OUTPUT_CHARS:
         note = f"\n[earlier output shortened from {len(message.content)} characters]"
-        short = message.content[:EARLIER_OUTPUT_CHARS] + note
-        return message.model_copy(update={"content": short})
-    return message
+        update["content"] = message.content[:EARLIER_OUTPUT_CHARS] + note
+    return message.model_copy(update=update) if update else message
 
 
 Message = Annotated[UserMessage | AssistantMessage | ToolResultMessage, Field(discriminator="kind")]

@@ -12,7 +12,7 @@ import json
 import time
 from typing import Any
 
-from runtime.messages import ToolCall, ToolResultMessage
+from runtime.messages import ImagePart, ToolCall, ToolResultMessage
 from runtime.schema_check import SchemaViolation, check
 from runtime.store.base import BlobStore
 from runtime.tools.base import RichOutput, Tool, ToolContext, ToolError
@@ -121,8 +121,10 @@ def shape_output(
     any other output is kept there when it is too long for the context. Over the cap, the
     model gets a preview and the cache id to page through it with session_cache_get.
     """
+    images: list[ImagePart] = []
     if isinstance(output, RichOutput):
         text, full, failed = output.text, output.full, output.is_error
+        images = [ImagePart(mime_type=i.mime_type, data=i.data) for i in output.images]
     else:
         text, full, failed = render_output(output), output, False
     body = text if full is None or isinstance(full, str) else render_output(full)
@@ -151,6 +153,7 @@ def shape_output(
         turn=turn,
         full_output_ref=full_ref,
         full_size=len(body) if full_ref else None,
+        images=images,
     )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 Effect = Literal["read_only", "idempotent", "at_most_once"]
@@ -20,11 +20,23 @@ class RichOutput:
 
     `is_error` reports a failure the tool itself described (MCP `isError`, an HTTP 4xx/5xx
     body): the call did not crash, but the model must see success=false.
+
+    `images` are pictures the tool returned (an MCP ImageContent): the loop passes them on to
+    the models that accept images in tool results; the others read the text placeholder.
     """
 
     text: str
     full: Any = None
     is_error: bool = False
+    images: list[ToolImage] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ToolImage:
+    """One image of a tool result: its media type and base64 data."""
+
+    mime_type: str
+    data: str
 
 
 @dataclass
