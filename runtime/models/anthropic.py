@@ -11,6 +11,7 @@ from runtime.models.base import (
     ModelResponse,
     StopReason,
     assemble_response,
+    images_of,
 )
 from runtime.models.http import HttpModel, post_json
 from runtime.spec.models import AnthropicModel
@@ -19,6 +20,30 @@ API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096  # the API requires max_tokens; this is what we ask for when unset
 
 _STOP: dict[str, StopReason] = {"tool_use": "tool_use", "max_tokens": "max_tokens"}
+#: Image types a `tool_result` block may hold, as base64 image blocks:
+#: https://docs.anthropic.com/en/docs/build-with-claude/vision
+IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+
+
+def tool_result_block(message: ToolResultMessage) -> dict[str, Any]:
+    """A `tool_result` block: plain text content, or text then image blocks when the tool
+    returned pictures; `is_error` marks a failed call (an MCP `isError` result too)."""
+    images = images_of(message, IMAGE_TYPES)
+    content: str | list[dict[str, Any]] = message.content
+    if images:
+        content = [{"type": "text", "text": message.content}] + [
+            {
+                "type": "image",
+                "source": {"type": "base64", "media_type": image.mime_type, "data": image.data},
+            }
+            for image in images
+        ]
+    return {
+        "type": "tool_result",
+        "tool_use_id": message.tool_call_id,
+        "content": content,
+        "is_error": not message.success,
+    }
 
 
 def merge_turns(
@@ -56,13 +81,7 @@ def anthropic_messages(messages: list[Message]) -> list[dict[str, Any]]:
             ]
             turns.append(("assistant", blocks))
         elif isinstance(message, ToolResultMessage):
-            block = {
-                "type": "tool_result",
-                "tool_use_id": message.tool_call_id,
-                "content": message.content,
-                "is_error": not message.success,
-            }
-            turns.append(("user", [block]))
+            turns.append(("user", [tool_result_block(message)]))
         else:
             turns.append(("user", [{"type": "text", "text": message.content}]))
     return merge_turns(turns)

@@ -16,7 +16,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any, Literal, Protocol
 
 from runtime.errors import ModelError, TransientModelError
-from runtime.messages import Message, ToolCall, Usage
+from runtime.messages import ImagePart, Message, ToolCall, ToolResultMessage, Usage
 
 StopReason = Literal["end_turn", "tool_use", "max_tokens"]
 
@@ -108,6 +108,21 @@ def error_for_status(
 
 def is_transient_message(message: str) -> bool:
     return bool(_TRANSIENT_WORDS.search(message))
+
+
+def result_text(message: ToolResultMessage) -> str:
+    """A tool result's text for providers with no error flag of their own (OpenAI's tool
+    messages, Bedrock models without `toolResult.status`): a failed call says so in front,
+    whatever the tool put in it (an MCP `isError` result holds only the server's text)."""
+    if message.success or message.content.startswith("Error"):
+        return message.content
+    return f"Error: {message.content}"
+
+
+def images_of(message: ToolResultMessage, accepted: frozenset[str]) -> list[ImagePart]:
+    """The result's images a provider accepts (by MIME type); the text describes every
+    image, so the others are simply not sent."""
+    return [image for image in message.images if image.mime_type.lower() in accepted]
 
 
 def assemble_response(

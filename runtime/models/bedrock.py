@@ -7,11 +7,26 @@ retries and backoff belong to `runtime.models.retry`, which would otherwise mult
 from __future__ import annotations
 
 import asyncio
+import base64
+import re
 from typing import Any
 
 from runtime.errors import ModelError, TransientModelError
 from runtime.messages import AssistantMessage, Message, ToolCall, ToolResultMessage
-from runtime.models.base import ModelRequest, ModelResponse, StopReason, assemble_response
+from runtime.models.base import (
+    ModelRequest,
+    ModelResponse,
+    StopReason,
+    assemble_response,
+    images_of,
+    result_text,
+)
+from runtime.models.failures import (
+    exhausted_quota,
+    quota_error,
+    says_tools_unsupported,
+    tools_error,
+)
 from runtime.spec.models import BedrockModel
 
 #: Error codes worth retrying; everything else (ValidationException, AccessDeniedException,
@@ -26,15 +41,52 @@ TRANSIENT_CODES = frozenset(
     }
 )
 _STOP: dict[str, StopReason] = {"tool_use": "tool_use", "max_tokens": "max_tokens"}
+#: Models that take `toolResult.status` and image blocks in tool results: "This field is
+#: only supported by Amazon Nova and Anthropic Claude 3 and 4 models" (the Converse API's
+#: ToolResultBlock.status and ToolResultContentBlock.image). Others reject the field, so
+#: an unknown id (an inference profile ARN) is sent neither and reads errors in the text.
+_RICH_TOOL_RESULTS = re.compile(r"anthropic\.|claude|amazon\.nova|\bnova-", re.IGNORECASE)
+IMAGE_FORMATS = {"image/png": "png", "image/jpeg": "jpeg", "image/gif": "gif", "image/webp": "webp"}
 
 
-def converse_messages(messages: list[Message], tools_as_text: bool = False) -> list[dict[str, Any]]:
+def rich_tool_results(model_id: str) -> bool:
+    return bool(_RICH_TOOL_RESULTS.search(model_id))
+
+
+def tool_result(message: ToolResultMessage, rich: bool) -> dict[str, Any]:
+    """A `toolResult` block. Converse rejects blank text (and an error result without
+    content), so an empty result says so; `rich` models get `status` and the images."""
+    if not rich:
+        return {
+            "toolUseId": message.tool_call_id,
+            "content": [{"text": result_text(message) or "(no output)"}],
+        }
+    content: list[dict[str, Any]] = [{"text": message.content or "(no output)"}]
+    for image in images_of(message, frozenset(IMAGE_FORMATS)):
+        try:
+            data = base64.b64decode(image.data, validate=True)
+        except ValueError:  # not base64: the text still describes it
+            continue
+        content.append(
+            {"image": {"format": IMAGE_FORMATS[image.mime_type.lower()], "source": {"bytes": data}}}
+        )
+    return {
+        "toolUseId": message.tool_call_id,
+        "content": content,
+        "status": "success" if message.success else "error",
+    }
+
+
+def converse_messages(
+    messages: list[Message], tools_as_text: bool = False, model_id: str = ""
+) -> list[dict[str, Any]]:
     """Neutral messages as Converse messages. Consecutive messages of one role are merged
     (Converse requires alternation); this mirrors `anthropic.merge_turns` but is kept here
     so the Bedrock path never imports httpx.
 
     Converse has no "no tools" choice and rejects tool blocks without a toolConfig, so on a
     final turn (`tools_as_text`) earlier tool calls and results are given as plain text."""
+    rich = rich_tool_results(model_id)
     merged: list[dict[str, Any]] = []
     for message in messages:
         if isinstance(message, AssistantMessage):
@@ -56,12 +108,7 @@ def converse_messages(messages: list[Message], tools_as_text: bool = False) -> l
             blocks = [{"text": f"[result of tool {message.tool_name}{state}: {message.content}]"}]
         elif isinstance(message, ToolResultMessage):
             role = "user"
-            result = {
-                "toolUseId": message.tool_call_id,
-                "content": [{"text": message.content}],
-                "status": "success" if message.success else "error",
-            }
-            blocks = [{"toolResult": result}]
+            blocks = [{"toolResult": tool_result(message, rich)}]
         else:
             role, blocks = "user", [{"text": message.content}]
         if not blocks:
@@ -101,7 +148,9 @@ class BedrockConverseModel:
         config = self._config
         params: dict[str, Any] = {
             "modelId": config.model_id,
-            "messages": converse_messages(request.messages, tools_as_text=not request.allow_tools),
+            "messages": converse_messages(
+                request.messages, tools_as_text=not request.allow_tools, model_id=config.model_id
+            ),
         }
         if request.system:
             params["system"] = [{"text": request.system}]
@@ -137,7 +186,17 @@ class BedrockConverseModel:
             error = exc.response.get("Error", {})
             code = error.get("Code", "Unknown")
             status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-            text = f"bedrock {code}: {error.get('Message', '')}"
+            message = str(error.get("Message", ""))
+            text = f"bedrock {code}: {message}"
+            reason = exhausted_quota(status, None, message)
+            if code == "ThrottlingException" and "per day" in message.lower():
+                # "Too many tokens per day, please wait before trying again." (a new
+                # account's daily quota; e.g. minorun365/agent-book#29): hours, not seconds
+                reason = "daily quota"
+            if reason:
+                raise quota_error("bedrock", status, reason, text) from exc
+            if code == "ValidationException" and says_tools_unsupported(message):
+                raise tools_error("bedrock", status, text) from exc
             if code in TRANSIENT_CODES:
                 raise TransientModelError(text, status=status, provider="bedrock") from exc
             raise ModelError(text, status=status, provider="bedrock") from exc

@@ -2,41 +2,88 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from runtime.errors import ModelError
 from runtime.messages import AssistantMessage, Message, ToolCall, ToolResultMessage, Usage
 from runtime.models.anthropic import merge_turns
-from runtime.models.base import ModelRequest, ModelResponse, StopReason
+from runtime.models.base import ModelRequest, ModelResponse, StopReason, images_of
+from runtime.models.gemini_schema import gemini_parameters
 from runtime.models.http import HttpModel, post_json
 from runtime.spec.models import GeminiModel as GeminiConfig
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 
+#: The documented stand-in for a thought signature the history does not have: function
+#: calls another model made (a fallback of another provider, an earlier model of the
+#: session). Gemini 3 answers 400 when the first function call of a step comes back
+#: without one. https://ai.google.dev/gemini-api/docs/thought-signatures (FAQ: "How do I
+#: transfer history from a different model…": "context_engineering_is_the_way_to_go" or
+#: "skip_thought_signature_validator").
+PLACEHOLDER_SIGNATURE = "skip_thought_signature_validator"
+#: Images a Gemini 3 `functionResponse` may carry as `parts` (inline data), per
+#: https://ai.google.dev/gemini-api/docs/function-calling#multimodal-function-responses
+FUNCTION_RESPONSE_IMAGES = frozenset({"image/png", "image/jpeg", "image/webp"})
 
-def _call_part(call: ToolCall) -> dict[str, Any]:
-    """A function call part; its thought signature (if Gemini gave one) goes back with it."""
+
+def gemini_generation(model_id: str) -> int | None:
+    """The Gemini generation of a model id (`gemini-3-pro-preview` → 3), None when the id
+    does not say (an alias such as `gemini-flash-latest`)."""
+    match = re.search(r"gemini-(\d+)", model_id)
+    return int(match.group(1)) if match else None
+
+
+def _call_part(call: ToolCall, first_of_step: bool, placeholder: bool) -> dict[str, Any]:
+    """A function call part with its id and its thought signature: Gemini's own when it gave
+    one, else (first call of a step only, as Gemini itself signs) the placeholder."""
     part: dict[str, Any] = {"functionCall": {"name": call.name, "args": call.arguments or {}}}
+    if call.id:
+        part["functionCall"]["id"] = call.id
     signature = (call.provider_data or {}).get("thoughtSignature")
     if signature:
         part["thoughtSignature"] = signature
+    elif first_of_step and placeholder:
+        part["thoughtSignature"] = PLACEHOLDER_SIGNATURE
     return part
 
 
-def gemini_contents(messages: list[Message]) -> list[dict[str, Any]]:
+def _response_part(message: ToolResultMessage, with_images: bool) -> dict[str, Any]:
+    """A `functionResponse` part: the result under `output`, or under `error` for a failed
+    call ("if the function call failed to execute, the response can have an "error" key",
+    https://ai.google.dev/api/caching#FunctionResponse), its id echoed, and on Gemini 3 the
+    images as inline data parts."""
+    key = "output" if message.success else "error"
+    response: dict[str, Any] = {"name": message.tool_name, "response": {key: message.content}}
+    if message.tool_call_id:
+        response["id"] = message.tool_call_id
+    images = images_of(message, FUNCTION_RESPONSE_IMAGES) if with_images else []
+    if images:
+        response["parts"] = [
+            {"inlineData": {"mimeType": image.mime_type, "data": image.data}} for image in images
+        ]
+    return {"functionResponse": response}
+
+
+def gemini_contents(messages: list[Message], model_id: str = "") -> list[dict[str, Any]]:
     """Neutral messages as `contents`: roles user/model, tool results as user
-    `functionResponse` parts, consecutive turns of one role merged."""
+    `functionResponse` parts, consecutive turns of one role merged. Placeholder signatures
+    and images in results depend on the model's generation (3 and later; an unknown alias
+    gets the placeholder, which older models do not check)."""
+    version = gemini_generation(model_id)
+    placeholder = version is None or version >= 3
+    with_images = version is not None and version >= 3
     turns: list[tuple[str, list[dict[str, Any]]]] = []
     for message in messages:
         if isinstance(message, AssistantMessage):
             parts: list[dict[str, Any]] = [{"text": message.text}] if message.text else []
-            parts += [_call_part(call) for call in message.tool_calls]
+            parts += [
+                _call_part(call, index == 0, placeholder)
+                for index, call in enumerate(message.tool_calls)
+            ]
             turns.append(("model", parts))
         elif isinstance(message, ToolResultMessage):
-            response = {"content": message.content, "success": message.success}
-            turns.append(
-                ("user", [{"functionResponse": {"name": message.tool_name, "response": response}}])
-            )
+            turns.append(("user", [_response_part(message, with_images)]))
         else:
             turns.append(("user", [{"text": message.content}]))
     return merge_turns(turns, key="parts")
@@ -47,12 +94,16 @@ class GeminiModel(HttpModel[GeminiConfig]):
 
     def _body(self, request: ModelRequest) -> dict[str, Any]:
         config = self._config
-        body: dict[str, Any] = {"contents": gemini_contents(request.messages)}
+        body: dict[str, Any] = {"contents": gemini_contents(request.messages, config.model_id)}
         if request.system:
             body["systemInstruction"] = {"parts": [{"text": request.system}]}
         if request.tools:
             declarations = [
-                {"name": t.name, "description": t.description, "parameters": t.input_schema}
+                {
+                    "name": t.name,
+                    "description": t.description,
+                    "parametersJsonSchema": gemini_parameters(t.input_schema),
+                }
                 for t in request.tools
             ]
             body["tools"] = [{"functionDeclarations": declarations}]

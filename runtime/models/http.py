@@ -14,7 +14,8 @@ import httpx
 
 from runtime import secrets as resolved_secrets
 from runtime.errors import ModelError, TransientModelError
-from runtime.models.base import SecretResolver, error_for_status
+from runtime.models.base import SecretResolver
+from runtime.models.failures import classify_http
 
 Config = TypeVar("Config")
 
@@ -51,14 +52,19 @@ def scrub(text: str, secret: str | None) -> str:
     return resolved_secrets.redactor().including([secret] if secret else []).redact_text(text)
 
 
+def _json_body(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return None
+
+
 def error_message(response: httpx.Response, secret: str | None = None) -> str:
     """The human part of an error body: `{"error": {"message", "type"|"status"}}` in all the
     providers' dialects (Gemini sometimes wraps it in a list), else the raw text, redacted
-    before it is cut so no piece of a key survives at the cut."""
-    try:
-        body: Any = response.json()
-    except ValueError:
-        body = None
+    before it is cut so no piece of a key survives at the cut. OpenRouter's upstream cause
+    (`error.metadata.raw`) is kept: its own message is only "Provider returned error"."""
+    body = _json_body(response)
     if isinstance(body, list) and body:
         body = body[0]
     error = body.get("error") if isinstance(body, dict) else None
@@ -68,6 +74,9 @@ def error_message(response: httpx.Response, secret: str | None = None) -> str:
         message = str(error.get("message") or "")
         kind = error.get("type") or error.get("status") or error.get("code")
         text = f"{kind}: {message}" if kind and message else message or str(kind or "")
+        metadata = error.get("metadata")
+        if isinstance(metadata, dict) and isinstance(metadata.get("raw"), str):
+            text = f"{text} ({metadata['raw'][:300]})"
         return scrub(text, secret)
     return scrub(response.text, secret)[:500] or response.reason_phrase
 
@@ -95,7 +104,8 @@ async def post_json(
         raise TransientModelError(text, provider=provider) from exc
     status = response.status_code
     if not response.is_success:
-        raise error_for_status(provider, status, error_message(response, secret), response.headers)
+        message = error_message(response, secret)
+        raise classify_http(provider, status, message, response.headers, _json_body(response))
     try:
         answer = response.json()
     except ValueError:

@@ -2,15 +2,27 @@
 
 The four providers differ only in the URL, the auth header and the token-limit field, so one
 class serves them all.
+
+The token limit: OpenAI's and Azure's reasoning models (o1, o3, o4-mini, gpt-5…) reject
+`max_tokens` ("Unsupported parameter: 'max_tokens' is not supported with this model. Use
+'max_completion_tokens' instead."), which OpenAI deprecated for every model in favour of
+`max_completion_tokens`; Azure's non-reasoning deployments, older Azure API versions, Ollama
+and most compatible servers only know `max_tokens`. So openai sends max_completion_tokens,
+azure_openai chooses by the model id, the others send max_tokens; the spec's
+`max_tokens_field` overrides the choice, and without it a rejection naming the field
+switches to the other one (once, remembered for the model). Azure: "o1 series models will
+only work with the max_completion_tokens parameter", and need API version
+2024-12-01-preview or later (https://learn.microsoft.com/azure/ai-services/openai/how-to/reasoning).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from runtime.errors import ModelError
 from runtime.messages import AssistantMessage, Message, ToolCall, ToolResultMessage, Usage
-from runtime.models.base import ModelRequest, ModelResponse, StopReason
+from runtime.models.base import ModelRequest, ModelResponse, StopReason, result_text
 from runtime.models.http import HttpModel, post_json
 from runtime.spec.models import (
     AzureOpenAIModel,
@@ -22,6 +34,36 @@ from runtime.spec.models import (
 OpenAIConfig = OpenAIModel | AzureOpenAIModel | OllamaModel | OpenAICompatibleModel
 
 _FINISH: dict[str, StopReason] = {"length": "max_tokens", "tool_calls": "tool_use"}
+#: OpenAI reasoning model ids, bare or behind a deployment/provider prefix: o1, o3-mini,
+#: o4-mini, gpt-5, gpt-5.1-chat, codex-mini…
+_REASONING = re.compile(r"(^|[/:])(o\d+(-|$)|gpt-5|codex-mini)", re.IGNORECASE)
+_LIMIT_FIELDS = ("max_tokens", "max_completion_tokens")
+
+
+def limit_field(config: OpenAIConfig) -> str:
+    """The request field that carries the token limit for this model (see the module)."""
+    if config.max_tokens_field:
+        return config.max_tokens_field
+    if config.provider == "openai":
+        return "max_completion_tokens"
+    if isinstance(config, AzureOpenAIModel) and (
+        _REASONING.search(config.model_id) or _REASONING.search(config.deployment)
+    ):
+        return "max_completion_tokens"
+    return "max_tokens"
+
+
+def _rejected_field(message: str, field: str) -> bool:
+    """Whether an error says this token-limit field is not accepted: OpenAI/Azure
+    "Unsupported parameter: 'max_tokens' …", older Azure versions "Unrecognized request
+    argument supplied: max_completion_tokens", compatible servers "… 'max_completion_tokens'
+    … not supported"."""
+    lowered = message.lower()
+    if field not in lowered or not re.search(r"unsupported|unrecognized|not supported", lowered):
+        return False
+    other = next(f for f in _LIMIT_FIELDS if f != field)
+    # OpenAI names both ("… Use 'max_completion_tokens' instead."): the rejected one first
+    return other not in lowered or lowered.index(field) < lowered.index(other)
 
 
 def openai_messages(system: str, messages: list[Message]) -> list[dict[str, Any]]:
@@ -44,8 +86,14 @@ def openai_messages(system: str, messages: list[Message]) -> list[dict[str, Any]
                 item["content"] = ""
             wire.append(item)
         elif isinstance(message, ToolResultMessage):
+            # tool messages take text only: images are described by the text; a failure
+            # (an MCP isError result too) is said in the text, there is no error flag
             wire.append(
-                {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+                {
+                    "role": "tool",
+                    "tool_call_id": message.tool_call_id,
+                    "content": result_text(message),
+                }
             )
         else:
             wire.append({"role": "user", "content": message.content})
@@ -55,6 +103,8 @@ def openai_messages(system: str, messages: list[Message]) -> list[dict[str, Any]
 class OpenAIChatModel(HttpModel[OpenAIConfig]):
     """One Chat Completions call per request, for openai, azure_openai, ollama and
     openai_compatible."""
+
+    _limit: str | None = None  # the token-limit field, once a rejection has decided it
 
     def _endpoint(self, key: str | None) -> tuple[str, dict[str, str]]:
         config = self._config
@@ -73,7 +123,7 @@ class OpenAIChatModel(HttpModel[OpenAIConfig]):
             headers["OpenAI-Organization"] = config.organization
         return f"{base}/chat/completions", headers
 
-    def _body(self, request: ModelRequest) -> dict[str, Any]:
+    def _body(self, request: ModelRequest, limit: str) -> dict[str, Any]:
         config = self._config
         body: dict[str, Any] = {
             "model": config.model_id,
@@ -96,23 +146,39 @@ class OpenAIChatModel(HttpModel[OpenAIConfig]):
         if config.temperature is not None:
             body["temperature"] = config.temperature
         if config.max_tokens is not None:
-            limit = "max_completion_tokens" if config.provider == "openai" else "max_tokens"
             body[limit] = config.max_tokens
         return body
 
-    async def request(self, request: ModelRequest) -> ModelResponse:
+    async def _post(self, request: ModelRequest, limit: str) -> dict[str, Any]:
         key = self._api_key()
         url, headers = self._endpoint(key)
-        provider = self._config.provider
-        answer = await post_json(
+        return await post_json(
             self._client,
-            provider,
+            self._config.provider,
             url,
             headers=headers,
-            body=self._body(request),
+            body=self._body(request, limit),
             timeout=self._config.timeout,
             secret=key,
         )
+
+    async def request(self, request: ModelRequest) -> ModelResponse:
+        config = self._config
+        provider = config.provider
+        limit = self._limit or limit_field(config)
+        try:
+            answer = await self._post(request, limit)
+        except ModelError as exc:
+            if (
+                config.max_tokens is None
+                or config.max_tokens_field is not None
+                or self._limit is not None
+                or exc.status != 400
+                or not _rejected_field(str(exc), limit)
+            ):
+                raise
+            self._limit = next(f for f in _LIMIT_FIELDS if f != limit)
+            answer = await self._post(request, self._limit)
         try:
             choice = answer["choices"][0]
             message = choice["message"]

@@ -3,7 +3,9 @@
 Transient errors are retried on the same model with exponential backoff; a Retry-After
 longer than the backoff wins. When a model's attempts are spent, or it fails with a
 non-transient error, the next model of `fallbacks` is tried. The answer says which model
-answered, so the result can report `model_used`.
+answered, so the result can report `model_used`. A model that cannot call tools answers as
+plain chat when the agent can do without tools (`runtime.models.tool_support`); an
+exhausted quota (`QuotaExhausted`) is not transient, so it is never retried.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import replace
 from runtime.clock import Clock
 from runtime.errors import ModelError, TransientModelError
 from runtime.models.base import Model, ModelRequest, ModelResponse
+from runtime.models.tool_support import request_with_tool_support
 from runtime.spec.models import RetrySettings
 
 MAX_RETRY_AFTER = 60.0
@@ -40,7 +43,7 @@ async def request_with_fallbacks(
         for attempt in range(settings.max_attempts):
             try:
                 attempt_request = request if attempt == 0 else replace(request, attempt=attempt)
-                return model, await model.request(attempt_request)
+                return model, await request_with_tool_support(model, attempt_request)
             except TransientModelError as exc:
                 last = exc
                 if attempt + 1 >= settings.max_attempts:

@@ -28,6 +28,14 @@ class RetrySettings(SpecModel):
     max_delay: Duration = Field(20.0, description="Backoff ceiling (Retry-After wins if larger).")
 
 
+#: The Chat Completions request field that carries `max_tokens` (runtime.models.openai_chat).
+MaxTokensField = Literal["max_tokens", "max_completion_tokens"]
+MAX_TOKENS_FIELD_HELP = (
+    "The request field that carries max_tokens. Default: max_completion_tokens for openai and "
+    "for azure_openai reasoning models (o1, o3, o4-mini, gpt-5…), max_tokens otherwise."
+)
+
+
 class _ModelBase(SpecModel):
     temperature: float | None = Field(None, ge=0, le=2)
     max_tokens: int | None = Field(None, ge=1, le=1_000_000)
@@ -52,6 +60,7 @@ class OpenAIModel(_ModelBase):
     api_key: SecretRef
     base_url: HttpUrl | None = None
     organization: str | None = None
+    max_tokens_field: MaxTokensField | None = Field(None, description=MAX_TOKENS_FIELD_HELP)
 
 
 class AzureOpenAIModel(_ModelBase):
@@ -61,6 +70,7 @@ class AzureOpenAIModel(_ModelBase):
     deployment: str = Field(min_length=1)
     api_version: str = Field("2024-10-21", min_length=1)
     api_key: SecretRef
+    max_tokens_field: MaxTokensField | None = Field(None, description=MAX_TOKENS_FIELD_HELP)
 
 
 class AnthropicModel(_ModelBase):
@@ -82,6 +92,7 @@ class OllamaModel(_ModelBase):
     model_id: str = Field(min_length=1, examples=["qwen3"])
     base_url: HttpUrl = HttpUrl("http://localhost:11434/v1")
     api_key: SecretRef | None = None
+    max_tokens_field: MaxTokensField | None = Field(None, description=MAX_TOKENS_FIELD_HELP)
 
 
 class OpenAICompatibleModel(_ModelBase):
@@ -89,6 +100,7 @@ class OpenAICompatibleModel(_ModelBase):
     model_id: str = Field(min_length=1)
     base_url: HttpUrl
     api_key: SecretRef | None = None
+    max_tokens_field: MaxTokensField | None = Field(None, description=MAX_TOKENS_FIELD_HELP)
 
 
 class Usage(SpecModel):

@@ -79,8 +79,20 @@ def test_request_on_the_wire(wire_server: WireServer) -> None:
                 "role": "model",
                 "parts": [
                     {"text": "Checking both."},
-                    {"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}},
-                    {"functionCall": {"name": "get_time", "args": {"tz": "Europe/Paris"}}},
+                    {
+                        "functionCall": {
+                            "name": "get_weather",
+                            "args": {"city": "Paris"},
+                            "id": "call_1",
+                        }
+                    },
+                    {
+                        "functionCall": {
+                            "name": "get_time",
+                            "args": {"tz": "Europe/Paris"},
+                            "id": "call_2",
+                        }
+                    },
                 ],
             },
             {
@@ -89,13 +101,15 @@ def test_request_on_the_wire(wire_server: WireServer) -> None:
                     {
                         "functionResponse": {
                             "name": "get_weather",
-                            "response": {"content": "18C, cloudy", "success": True},
+                            "response": {"output": "18C, cloudy"},
+                            "id": "call_1",
                         }
                     },
                     {
                         "functionResponse": {
                             "name": "get_time",
-                            "response": {"content": "unknown time zone", "success": False},
+                            "response": {"error": "unknown time zone"},
+                            "id": "call_2",
                         }
                     },
                 ],
@@ -107,7 +121,7 @@ def test_request_on_the_wire(wire_server: WireServer) -> None:
                     {
                         "name": "get_weather",
                         "description": "Current weather for a city.",
-                        "parameters": {
+                        "parametersJsonSchema": {
                             "type": "object",
                             "properties": {"city": {"type": "string"}},
                             "required": ["city"],
@@ -116,7 +130,10 @@ def test_request_on_the_wire(wire_server: WireServer) -> None:
                     {
                         "name": "get_time",
                         "description": "Current time in a time zone.",
-                        "parameters": {"type": "object", "properties": {"tz": {"type": "string"}}},
+                        "parametersJsonSchema": {
+                            "type": "object",
+                            "properties": {"tz": {"type": "string"}},
+                        },
                     },
                 ]
             }
@@ -148,7 +165,8 @@ def test_unset_options_are_omitted_and_turns_merged(wire_server: WireServer) -> 
                     {
                         "functionResponse": {
                             "name": "f",
-                            "response": {"content": "r", "success": True},
+                            "response": {"output": "r"},
+                            "id": "x",
                         }
                     },
                     {"text": "Please continue."},

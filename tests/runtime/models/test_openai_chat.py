@@ -104,7 +104,7 @@ def test_openai_request_on_the_wire(wire_server: WireServer) -> None:
                 ],
             },
             {"role": "tool", "tool_call_id": "call_1", "content": "18C, cloudy"},
-            {"role": "tool", "tool_call_id": "call_2", "content": "unknown time zone"},
+            {"role": "tool", "tool_call_id": "call_2", "content": "Error: unknown time zone"},
         ],
         "tools": [
             {

@@ -1,0 +1,154 @@
+"""What a provider's error answer means beyond its HTTP status.
+
+A status alone misleads in three ways this module corrects:
+
+- a 429 is not always "slow down": OpenAI's `insufficient_quota`, Gemini's exhausted
+  *daily* quota and Bedrock's "Too many tokens per day" (runtime.models.bedrock) stay
+  exhausted for hours, and
+  credit/billing errors (402, Anthropic's "credit balance is too low") never clear on
+  their own. Retrying them only burns the run's time: `QuotaExhausted` fails at once.
+- Gemini puts its wait in the body (`google.rpc.RetryInfo`), not in a Retry-After header.
+- "this model does not support tools" is a capability, not a failure of this request:
+  `ToolsUnsupported` lets `runtime.models.tool_support` fall back to plain chat.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from runtime.errors import ModelError, TransientModelError
+
+
+class QuotaExhausted(ModelError):
+    """The account's quota or credit is used up: no retry helps until it is topped up or
+    the quota resets, so the run fails (or moves to a fallback model) at once."""
+
+
+class ToolsUnsupported(ModelError):
+    """The provider says this model cannot take tool definitions at all."""
+
+
+#: What providers and OpenAI-compatible servers answer to tool definitions a model cannot
+#: take: Ollama "… does not support tools", Bedrock "This model doesn't support tool use.",
+#: OpenRouter "No endpoints found that support tool use", vLLM without a tool parser
+#: "\"auto\" tool choice requires --enable-auto-tool-choice …", others "tools is not
+#: supported" / "tool use is not supported" / "does not support function calling".
+_TOOLS_UNSUPPORTED = re.compile(
+    r"(does not|doesn't|do not|don't|cannot|can't) support "
+    r"(tools|tool use|tool calling|tool calls|function calling)\b(?! in streaming)"
+    r"|\b(tools|tool use|tool calling|function calling) (is|are) not supported"
+    r"|no endpoints found that support tool use"
+    r"|tool choice requires --enable-auto-tool-choice",
+    re.IGNORECASE,
+)
+#: Credit and spend-limit errors that come without a dedicated code (Anthropic answers a
+#: 400 "Your credit balance is too low …" or "You have reached your specified API usage
+#: limits …"; OpenRouter and DeepSeek say "Insufficient credits/Balance" with a 402).
+_CREDIT_WORDS = re.compile(
+    r"credit balance is too low|insufficient (credits|balance|funds)"
+    r"|reached your specified api usage limits",
+    re.IGNORECASE,
+)
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")
+_RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
+_QUOTA_FAILURE = "type.googleapis.com/google.rpc.QuotaFailure"
+
+
+def says_tools_unsupported(message: str) -> bool:
+    return bool(_TOOLS_UNSUPPORTED.search(message or ""))
+
+
+def error_object(body: Any) -> dict[str, Any]:
+    """The `error` object of an error body in every provider's dialect (Gemini sometimes
+    wraps the body in a list), or {}."""
+    if isinstance(body, list) and body:
+        body = body[0]
+    error = body.get("error") if isinstance(body, dict) else None
+    return error if isinstance(error, dict) else {}
+
+
+def google_retry_delay(body: Any) -> float | None:
+    """Seconds from the `google.rpc.RetryInfo` detail of a Google error body ("17s",
+    "0.5s"), the wait Gemini asks for on a 429 instead of a Retry-After header."""
+    for detail in error_object(body).get("details") or []:
+        if isinstance(detail, dict) and detail.get("@type") == _RETRY_INFO:
+            match = _DURATION.match(str(detail.get("retryDelay") or ""))
+            if match:
+                return float(match.group(1))
+    return None
+
+
+def _daily_or_zero_quota(error: Mapping[str, Any]) -> str | None:
+    """The violated Gemini quota that will not clear by waiting seconds: a per-day quota,
+    or one whose limit is 0 (the model is not available on this tier at all)."""
+    for detail in error.get("details") or []:
+        if not isinstance(detail, dict) or detail.get("@type") != _QUOTA_FAILURE:
+            continue
+        for violation in detail.get("violations") or []:
+            quota = str(violation.get("quotaId") or violation.get("quotaMetric") or "")
+            if "perday" in quota.lower() or str(violation.get("quotaValue")) == "0":
+                return quota
+    if "limit: 0" in str(error.get("message") or ""):
+        return "limit 0"
+    return None
+
+
+def exhausted_quota(status: int | None, body: Any, message: str) -> str | None:
+    """Why the account's quota or credit is used up, or None when it is not (a plain rate
+    limit clears within seconds and stays transient)."""
+    error = error_object(body)
+    codes = {str(error.get("code") or ""), str(error.get("type") or "")}
+    if "insufficient_quota" in codes:
+        return "insufficient_quota"
+    if "billing_error" in codes or status == 402:
+        return "billing"
+    if str(error.get("status") or "") == "RESOURCE_EXHAUSTED":
+        # Gemini says "You exceeded your current quota, please check your plan and
+        # billing details" for per-minute limits too: only the violated quota tells.
+        quota = _daily_or_zero_quota(error)
+        return f"quota {quota}" if quota else None
+    if _CREDIT_WORDS.search(message or ""):
+        return "credit"
+    return None
+
+
+def quota_error(provider: str, status: int | None, reason: str, message: str) -> QuotaExhausted:
+    return QuotaExhausted(
+        f"{provider}: the account's quota or billing is exhausted ({reason}), so retrying "
+        f"cannot help; top the account up, raise the quota or wait for it to reset. "
+        f"The provider said: {message}",
+        status=status,
+        provider=provider,
+    )
+
+
+def tools_error(provider: str, status: int | None, message: str) -> ToolsUnsupported:
+    return ToolsUnsupported(
+        f"{provider} answered HTTP {status}: the model cannot call tools: {message}",
+        status=status,
+        provider=provider,
+    )
+
+
+def classify_http(
+    provider: str,
+    status: int,
+    message: str,
+    headers: Mapping[str, str],
+    body: Any,
+) -> ModelError:
+    """The error for an HTTP error answer: quota exhausted, tools unsupported, transient
+    (with the wait the body or the headers ask for) or plain."""
+    from runtime.models.base import error_for_status
+
+    reason = exhausted_quota(status, body, message)
+    if reason:
+        return quota_error(provider, status, reason, message)
+    if 400 <= status < 500 and says_tools_unsupported(message):
+        return tools_error(provider, status, message)
+    error = error_for_status(provider, status, message, headers)
+    if isinstance(error, TransientModelError) and error.retry_after is None:
+        error.retry_after = google_retry_delay(body)
+    return error
