@@ -9,6 +9,10 @@ data or Step Functions' limits, and a storage prefix inside the engine's own S3 
   `deployment.retention`: a longer ttl would keep references to deleted bodies.
 - `storage_prefix` is where `builtin:storage_write` writes what the model chooses; inside
   `tool-cache/`, `bodies/` or `results/` the model could overwrite the engine's records.
+
+And one warning (the spec stays valid): an agent that offers more tools than a model request
+may carry (OpenAI's 128) fails every model call. Only tools the spec names can be counted
+here; an MCP server selected whole is counted at run time, where the excess is left out.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from infra.issues import RefProblem
 from infra.yamlsrc import Path_
 from runtime.spec.agents import RESERVED_PREFIXES
 from runtime.spec.types import parse_duration
+from runtime.tools.mcp.limits import MAX_TOOLS
 
 #: Step Functions Standard workflows run at most one year.
 SFN_MAX_SECONDS = 365 * 86_400
@@ -78,6 +83,28 @@ def check_run_limits(root: dict[str, Any]) -> Iterator[RefProblem]:
                 path,
                 f"a wait of {_human(seconds)} is longer than {limit}: the run's state would "
                 "expire while it waits; raise the retention or shorten the wait",
+            )
+
+
+def tool_count_warnings(root: dict[str, Any]) -> Iterator[RefProblem]:
+    """Agents whose named tools alone are more than a model request may carry."""
+    for name, raw in _mapping(root.get("agents")).items():
+        agent = _mapping(raw)
+        refs = [r for r in agent.get("tools") or [] if isinstance(r, str)]
+        whole = [r for r in refs if r.startswith("mcp:") and "/" not in r]
+        cache = {"builtin:session_cache_list", "builtin:session_cache_get"}
+        own = any(not r.startswith("builtin:") for r in refs)
+        session = _mapping(agent.get("session")).get("enabled", True) is not False
+        count = len(set(refs) - set(whole) - cache - {"builtin:agent_clarify"}) + 1
+        count += 2 if (own and session) or cache & set(refs) else 0
+        count += len(agent.get("sub_agents") or [])
+        if count > MAX_TOOLS:
+            more = f", plus the tools of {', '.join(whole)}" if whole else ""
+            yield RefProblem(
+                ("agents", name, "tools"),
+                f"this agent offers {count} tools{more}: more than the {MAX_TOOLS} a model "
+                "request may carry (OpenAI's limit), so model APIs may refuse every request; "
+                "select fewer (mcp:SERVER/TOOL picks single tools of a server)",
             )
 
 

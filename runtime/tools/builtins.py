@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -68,13 +68,34 @@ def time_date_tool() -> FunctionTool:
     )
 
 
+class ToolListing(dict[str, Tool]):
+    """The tools an agent is offered (name → tool), and what it selected that this run could
+    not offer: MCP servers (or some of their tools) as McpFailure-like `(server, error)`."""
+
+    def __init__(self, tools: dict[str, Tool], unavailable: Iterable[Any] = ()):
+        super().__init__(tools)
+        self.unavailable = list(unavailable)
+
+
 def list_tools_tool(tools: Callable[[], dict[str, Tool]]) -> FunctionTool:
+    """Every tool offered, then every selected MCP server that is unavailable in this run
+    (down, refused, no tools, or tools left out), so the model knows what it lacks and why."""
+
     async def listing(arguments: dict[str, Any], ctx: ToolContext) -> Any:
-        return [{"name": t.name, "description": t.description} for t in tools().values()]
+        offered = tools()
+        entries: list[dict[str, str]] = [
+            {"name": t.name, "description": t.description} for t in offered.values()
+        ]
+        for missing in getattr(offered, "unavailable", []):
+            entries.append({"name": f"mcp:{missing.server}", "unavailable": missing.error})
+        return entries
 
     return FunctionTool(
         name="list_tools_available",
-        description="List the tools you can use, with their descriptions.",
+        description=(
+            "List the tools you can use, with their descriptions, and the tool servers that "
+            "are unavailable in this run, with the reason."
+        ),
         input_schema={"type": "object", "properties": {}},
         func=listing,
     )

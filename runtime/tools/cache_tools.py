@@ -1,10 +1,12 @@
 """`session_cache_list` and `session_cache_get`: the model's view of the tool-output cache.
 
 Full outputs of MCP, HTTP and Lambda tools (and any output too long for the context) are kept
-in S3 under `tool-cache/{agent}/{session}/{call id}`. The model sees a preview and an id; these
-tools let it list what the session has fetched and page through a full output instead of
-calling an expensive tool again. Entries come from the session's own history, so a run can
-only ever read its own session's outputs.
+in S3 under `tool-cache/{agent}/{session}/{run}/{call id}`. The model sees a preview and an
+id; these tools let it list what the session has fetched and page through a full output
+instead of calling an expensive tool again. What they page is the text the model read the
+preview of, character for character, so `offset` N continues a preview of N characters
+exactly. Entries come from the session's own history, so a run can only ever read its own
+session's outputs.
 """
 
 from __future__ import annotations

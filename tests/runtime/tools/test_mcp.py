@@ -22,7 +22,7 @@ from runtime.secrets import SecretResolver
 from runtime.spec import AgentfnSpec
 from runtime.spec.tools import HttpMcpServer, StdioMcpServer
 from runtime.tools import mcp as mcp_tools
-from runtime.tools.base import RichOutput, ToolContext, ToolError
+from runtime.tools.base import RichOutput, ToolContext, ToolError, ToolImage
 from runtime.tools.mcp import McpFailure, McpToolset
 from tests.helpers import ROOT
 
@@ -126,7 +126,8 @@ def test_stdio_discovery_maps_tools_and_calls_convert_every_content_kind() -> No
             assert (cancel.effect, cancel.destructive) == ("idempotent", True)  # no readOnlyHint
             assert track.input_schema["required"] == ["order_id"]
             assert track.description.startswith("Where an order's parcel is")
-            assert (track.timeout, track.cache_outputs, track.reuse_cached) == (30.0, True, False)
+            # No server timeout: each call is bounded by the agent's tool_timeout.
+            assert (track.timeout, track.cache_outputs, track.reuse_cached) == (None, True, False)
 
             # Two calls from two tasks at once (as the engine gathers read-only calls),
             # one connection: the session is shared, not reopened per task.
@@ -142,7 +143,8 @@ def test_stdio_discovery_maps_tools_and_calls_convert_every_content_kind() -> No
 
             label = await tools["mcp__orders__shipping_label"].call({"order_id": "ORD-1001"}, CTX)
             png = label_png("ORD-1001")
-            assert label.text == f"[image: image/png, {len(png)} bytes]"
+            assert label.text == f"[image: image/png, {len(png)} bytes]"  # the placeholder stays
+            assert label.images == [ToolImage("image/png", base64.b64encode(png).decode())]
             assert label.full["content"][0]["mimeType"] == "image/png"
             assert base64.b64decode(label.full["content"][0]["data"]) == png
 
