@@ -50,13 +50,14 @@ def build_service_from_environment() -> Any:
         state_machine_prefix=os.environ.get("AGENTFN_STATE_MACHINE_PREFIX", ""),
         event_bus=os.environ.get("AGENTFN_EVENT_BUS", "default"),
     )
+    agent = os.environ.get("AGENTFN_AGENT") or None
     return RunService(
-        Engine(spec, store),
+        Engine(spec, store, scope=agent),
         stack,
         sfn=boto3.client("stepfunctions"),
         lambda_client=boto3.client("lambda"),
         events=boto3.client("events"),
-        agent=os.environ.get("AGENTFN_AGENT") or None,
+        agent=agent,
     )
 
 
@@ -68,15 +69,24 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     global _service
     if _service is None:
         _service = build_service_from_environment()
+    return _handle(_service, event, context)
+
+
+def handler_for(service: Any) -> Any:
+    """A handler bound to this RunService (the embedded stack: one per agent function)."""
+    return lambda event, context: _handle(service, event, context)
+
+
+def _handle(service: Any, event: dict[str, Any], context: Any) -> dict[str, Any]:
     from runtime.errors import RunLeased
 
     remaining = context.get_remaining_time_in_millis() / 1000 if context else 900.0
     try:
-        result: dict[str, Any] = _service.step(event, remaining)
+        result: dict[str, Any] = service.step(event, remaining)
     except RunLeased:
         raise
     except Exception as exc:
-        logging.getLogger("agentfn.step").exception("task %s failed", event.get("action"))
+        logging.getLogger("agentfn.step").exception("task %.40s failed", event.get("action"))
         message = f"{type(exc).__name__}: {exc}"
         raise StepFailed(message[:MAX_ERROR_CHARS]) from None
     return result

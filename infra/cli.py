@@ -52,7 +52,25 @@ def cmd_validate(args: argparse.Namespace) -> int:
         f"{len(spec.models)} models, {len(spec.mcp_servers)} MCP servers "
         f"(spec hash {spec.spec_hash()})"
     )
+    _warn(Path(args.file), result.data)
     return 0
+
+
+def _warn(path: Path, data: object) -> None:
+    """`file:line:column: key.path: warning: …` for what is valid but likely to fail."""
+    from infra.issues import format_path
+    from infra.references import spec_warnings
+    from infra.yamlsrc import load_yaml, read_spec_text
+
+    warnings = spec_warnings(data)
+    if warnings:
+        _, source = load_yaml(read_spec_text(path))
+        for warning in warnings:
+            _, at = source.locate(warning.path, key=warning.at_key)
+            _err(
+                f"{path}:{at.line}:{at.column}: {format_path(warning.path)}: warning: "
+                f"{warning.message}"
+            )
 
 
 def json_schema() -> str:

@@ -339,9 +339,12 @@ def serve(
     """Start the AWS side and the stack, answer requests until `stop` is set, shut down."""
     import boto3
 
+    from infra.dev_banner import banner
     from infra.embedded_stack import EmbeddedStack
     from infra.local import LOCAL_BUCKET, LOCAL_REGION, LOCAL_TABLE, AwsClients, create_resources
     from infra.local_lambda import dispatching
+    from infra.run_cli import Progress
+    from runtime.tools.mcp import stop_all
 
     api_thread = threading.Thread(target=api.serve_forever, daemon=True)
     bridge: ApiBridge = api.RequestHandlerClass.bridge  # type: ignore[attr-defined]
@@ -357,7 +360,9 @@ def serve(
                 boto3.client("lambda", **client),
             )
             create_resources(clients)
-            stack = EmbeddedStack(spec, clients, template_path=template_for(spec, spec_path))
+            progress = {"listener": Progress(sys.stderr, True, tag_runs=True)}  # as `agentfn run`
+            template = template_for(spec, spec_path)
+            stack = EmbeddedStack(spec, clients, template_path=template, engine_options=progress)
             stack.serve_api()
             api_thread.start()
             print(banner(spec, spec_path, api.server_port, aws.url), flush=True)
@@ -368,31 +373,7 @@ def serve(
             if api_thread.is_alive():
                 api.shutdown()
             api.server_close()
+            stop_all(SHUTDOWN_GRACE_SECONDS)  # cancel runs: no signal reaches their MCP servers
             if bridge.lock.acquire(timeout=SHUTDOWN_GRACE_SECONDS):  # a request may finish
                 bridge.lock.release()
             aws.stop()
-
-
-def banner(spec: Any, spec_path: Path, port: int, aws_url: str) -> str:
-    from infra.local import LOCAL_BUCKET, LOCAL_REGION, LOCAL_TABLE
-
-    region = LOCAL_REGION
-    api = f"http://{HOST}:{port}"
-    agent = "billing" if "billing" in spec.agents else next(iter(spec.agents))
-    body = json.dumps({"input": "Refund ORD-1001, it arrived broken", "wait_seconds": 5})
-    return "\n".join(
-        [
-            f"agentfn dev · {spec_path.name}: {len(spec.agents)} agents ({', '.join(spec.agents)})",
-            f"  API           {api}   (stage {STAGE!r}; GET {api}/openapi.json)",
-            f"  AWS endpoint  {aws_url}   (moto: DynamoDB, S3, Step Functions, Lambda, Events)",
-            f"  table         {LOCAL_TABLE}",
-            f"  bucket        {LOCAL_BUCKET}",
-            "try:",
-            f"  curl -s -X POST {api}/agents/{agent}/runs -H 'content-type: application/json' \\",
-            f"       -d '{body}'",
-            f"  AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing aws --region {region} \\",
-            f"    --endpoint-url {aws_url} dynamodb scan --table-name {LOCAL_TABLE}",
-            f"  agentfn status RUN_ID --url {api}",
-            "State lives in memory until this stops (Ctrl-C).",
-        ]
-    )

@@ -63,7 +63,7 @@ class EmbeddedStack:
     template_path: Path | None = None
     engine_options: dict[str, Any] = field(default_factory=dict)
     service: RunService = field(init=False)  # the API's
-    step_service: RunService = field(init=False)  # the agent functions' (the tasks')
+    step_services: dict[str, RunService] = field(init=False)  # each agent function's
 
     def __post_init__(self) -> None:
         import boto3
@@ -86,26 +86,36 @@ class EmbeddedStack:
                 )
                 assert created["stateMachineArn"] == arn, created["stateMachineArn"]
         stack = dataclasses.replace(LOCAL_STACK, event_bus=self.spec.deployment.event_bus)
-        # Two engines, as deployed: the API and the agent functions are different processes
-        # with different lease owners, sharing only the store.
-        self.service, self.step_service = (
-            RunService(
-                Engine(
-                    self.spec,
-                    self.clients.store(),
-                    lambda_client=lambda: self.clients.lambda_,
-                    **self.engine_options,
-                ),
+
+        # As deployed: the API and each agent's function are different processes with their
+        # own engines (lease owners), sharing only the store; an agent's function runs only
+        # its own agent's code (a handoff moves the run to the next agent's function).
+        def service(scope: str | None) -> RunService:
+            engine = Engine(
+                self.spec,
+                self.clients.store(),
+                lambda_client=lambda: self.clients.lambda_,
+                scope=scope,
+                **self.engine_options,
+            )
+            return RunService(
+                engine,
                 stack,
                 sfn=sfn,
                 lambda_client=self.clients.lambda_,
                 events=events,
+                agent=scope,
             )
-            for _ in range(2)
-        )
-        handlers.step.configure(self.step_service)
-        for agent in self.spec.agents:
-            register(function_arn(agent), handlers.step.handler)
+
+        self.service = service(None)
+        self.step_services = {agent: service(agent) for agent in self.spec.agents}
+        for agent, step in self.step_services.items():
+            register(function_arn(agent), handlers.step.handler_for(step))
+
+    def set_events(self, events: Any) -> None:
+        """Use this EventBridge client in the API and every agent function."""
+        for service in (self.service, *self.step_services.values()):
+            service.events = events
 
     def serve_api(self) -> None:
         """Route handlers.api to this stack: its service and its Idempotency-Key table."""

@@ -17,7 +17,7 @@ from typing import Any
 
 from infra.issues import RefProblem, did_you_mean
 from infra.naming import logical_id
-from infra.run_limits import check_run_limits
+from infra.run_limits import check_run_limits, tool_count_warnings
 from infra.schema_checks import SPEC_REGEX_WORK, check_json_schema
 from infra.yamlsrc import Path_
 from runtime.regex_safety import Budget
@@ -33,6 +33,12 @@ def _mapping(value: Any) -> dict[str, Any]:
 
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
+
+
+def spec_warnings(data: Any) -> list[RefProblem]:
+    """What is valid but likely to fail at run time: `agentfn validate` prints these as
+    warnings (exit 0), never as problems."""
+    return list(tool_count_warnings(_mapping(data)))
 
 
 def check_references(data: Any, project_dir: Path) -> list[RefProblem]:
@@ -92,12 +98,34 @@ def _check_agents(root: dict[str, Any]) -> Iterator[RefProblem]:
             message = _tool_ref_problem(ref, tools, servers)
             if message:
                 yield RefProblem(path, message)
-        for i, sub in enumerate(_list(agent.get("sub_agents"))):
+        subs: list[str] = []
+        handoffs: list[str] = []
+        for i, entry in enumerate(_list(agent.get("sub_agents"))):
             path = (*base, "sub_agents", i)
+            sub = sub_agent_name(entry)
+            if isinstance(entry, dict):
+                path = (*path, "agent")
             if sub == name:
                 yield RefProblem(path, "an agent cannot be its own sub-agent")
             elif isinstance(sub, str) and sub not in agents:
                 yield RefProblem(path, f"unknown agent {sub!r}{did_you_mean(sub, agents)}")
+            elif sub in subs:
+                yield RefProblem(path, f"sub-agent {sub!r} is listed twice")
+            if not isinstance(sub, str):
+                continue
+            subs.append(sub)
+            asked = isinstance(entry, dict) and _mapping(entry).get("as") == "tool"
+            if not asked:
+                handoffs.append(sub)
+            team_tool = f"{'ask_' if asked else 'transfer_to_'}{sub}"
+            if team_tool in selected:
+                yield RefProblem(
+                    path,
+                    f"this sub-agent is offered as the tool {team_tool!r}, which is also the "
+                    "name of one of the agent's tools; rename that tool",
+                )
+        for i, intent in enumerate(_list(agent.get("intents"))):
+            yield from _check_intent(_mapping(intent), (*base, "intents", i), selected, handoffs)
         for i, rule in enumerate(_list(agent.get("approval"))):
             yield from _check_approval_rule(_mapping(rule), (*base, "approval", i), selected)
     yield from _check_cycles(agents)
@@ -156,11 +184,43 @@ def _approval_matches(pattern: str, ref: str) -> bool:
     return False
 
 
+def sub_agent_name(entry: Any) -> Any:
+    """`billing` or `{agent: billing, as: tool}` → `billing` (anything else as it is)."""
+    return _mapping(entry).get("agent") if isinstance(entry, dict) else entry
+
+
+def _check_intent(
+    intent: dict[str, Any], path: Path_, tools: list[str], subs: list[str]
+) -> Iterator[RefProblem]:
+    """An intent's tool is one of the agent's own tools, its agent one of its sub-agents, and
+    its pattern safe to match against any input."""
+    tool = _mapping(intent.get("tool")).get("name")
+    if isinstance(tool, str) and tool not in tools:
+        yield RefProblem(
+            (*path, "tool", "name"),
+            f"{tool!r} is not one of this agent's tools{did_you_mean(tool, tools)}",
+        )
+    target = intent.get("agent")
+    if isinstance(target, str) and target not in subs:
+        yield RefProblem(
+            (*path, "agent"),
+            f"{target!r} is not a sub-agent this agent hands conversations to"
+            f"{did_you_mean(target, subs)}",
+        )
+    pattern = intent.get("pattern")
+    if isinstance(pattern, str):
+        from runtime.regex_safety import regex_problem
+
+        problem = regex_problem(pattern)
+        if problem:
+            yield RefProblem((*path, "pattern"), problem)
+
+
 def _check_cycles(agents: dict[str, Any]) -> Iterator[RefProblem]:
     graph = {
         name: [
             s
-            for s in _list(_mapping(a).get("sub_agents"))
+            for s in map(sub_agent_name, _list(_mapping(a).get("sub_agents")))
             if isinstance(s, str) and s in agents and s != name
         ]
         for name, a in agents.items()
@@ -197,11 +257,14 @@ def _strings(value: Any, path: Path_) -> Iterator[tuple[Path_, str]]:
 
 def _resolves_secrets(path: Path_) -> bool:
     """The only values the run time resolves `${secret:NAME}` in: HTTP tool and MCP server
-    `headers`, MCP stdio server `env`, and model `api_key`. Anywhere else the reference
-    would be sent literally (in a URL, a prompt, an argument…)."""
+    `headers`, MCP stdio server `env`, MCP server `oauth.client_secret`, and model
+    `api_key`. Anywhere else the reference would be sent literally (in a URL, a prompt, an
+    argument…)."""
     if len(path) == 4 and path[0] in ("tools", "mcp_servers") and path[2] == "headers":
         return True
     if len(path) == 4 and path[0] == "mcp_servers" and path[2] == "env":
+        return True
+    if path[:1] == ("mcp_servers",) and path[2:] == ("oauth", "client_secret"):
         return True
     return len(path) == 3 and path[0] == "models" and path[2] == "api_key"
 
@@ -214,7 +277,7 @@ def _check_secrets(root: dict[str, Any]) -> Iterator[RefProblem]:
                 path,
                 "a secret reference here would be sent as written: ${secret:NAME} is resolved "
                 "only in HTTP tool and MCP server `headers`, MCP server `env` and model "
-                "`api_key` values",
+                "`api_key` values (and an MCP server's `oauth.client_secret`)",
             )
         for name in SECRET_REF_RE.findall(text):
             if name not in declared:

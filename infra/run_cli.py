@@ -3,7 +3,12 @@
 Live progress goes to stderr (each step, each tool call with its duration and success,
 token counts); stdout carries only the answer, or with --json only the result contract.
 Exit codes: 0 succeeded, 1 failed or cancelled, 2 usage or spec errors, 3 waiting for a
-reply that was not given.
+reply that was not given, 143 stopped by SIGTERM (130 for Ctrl-C, from the CLI).
+
+SIGTERM (`kill`, a service manager, a CI job's timeout) stops a run the way Ctrl-C does: the
+advance is interrupted, its MCP toolset closes, which stops every stdio server the run
+started (they run in sessions of their own, so no signal sent to agentfn reaches them),
+and the run is recorded as cancelled.
 """
 
 from __future__ import annotations
@@ -11,33 +16,70 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
 from runtime.events import Event
 from runtime.spec import AgentfnSpec
+from runtime.teams import waiting_for_a_person
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NEEDS_REPLY = 0, 1, 2, 3
+EXIT_TERMINATED = 128 + signal.SIGTERM
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C's KeyboardInterrupt would be, and handled the same way."""
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """While inside, SIGTERM raises `Terminated` in the main thread, as SIGINT raises
+    KeyboardInterrupt: `asyncio.run` then cancels the advance and waits for its cleanup."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers can only be set from the main thread
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 class Progress:
-    """Renders events as they are committed."""
+    """Renders events as they are committed. A team's runs nest: a child run (an agent asked
+    as a tool) is indented under the run that asked it; handoffs and escalations say who
+    has the conversation now."""
 
-    def __init__(self, stream: TextIO, enabled: bool):
+    def __init__(self, stream: TextIO, enabled: bool, *, tag_runs: bool = False):
         self.stream = stream
         self.enabled = enabled
+        self.tag_runs = tag_runs  # many runs at once (`agentfn dev`): start lines with the run
+        self._depth: dict[str, int] = {}
 
     def __call__(self, event: Event) -> None:
         if not self.enabled:
             return
         line = self._line(event)
         if line is not None:
-            print(line, file=self.stream, flush=True)
+            indent = "  " * self._depth.get(event.run_id, 0) * 2
+            if self.tag_runs:
+                indent = f"…{event.run_id[-6:]} {indent}"
+            print(indent + line.replace("\n", "\n" + indent), file=self.stream, flush=True)
 
     def _line(self, event: Event) -> str | None:
         d = event.data
         if event.type == "run_started":
+            if d.get("parent_run_id"):
+                return f"▶ {d['agent']} · asked by its supervisor · run {event.run_id[:12]}"
             return f"▶ {d['agent']} · session {d['session_id'][:12]}"
         if event.type == "model_response":
             usage = d.get("usage", {})
@@ -53,6 +95,28 @@ class Progress:
             mark = "✓" if d["success"] else "✗"
             detail = "" if d["success"] else f" · {d['output'][:160]}"
             return f"    {mark} {d['tool_name']} · {d['duration_ms']} ms{detail}"
+        return self._team_line(event) or self._person_line(event) or self._end_line(event)
+
+    def _team_line(self, event: Event) -> str | None:
+        d = event.data
+        if event.type == "handoff":
+            return f"  ⇢ {d['to']} takes the conversation over · {d.get('reason') or ''}".rstrip(
+                " ·"
+            )
+        if event.type == "escalation":
+            return f"  ⇠ {d['from']} asks {d['to']} for help · {d.get('reason') or ''}".rstrip(" ·")
+        if event.type == "intent_matched":
+            return f"  ⚡ intent · {d['intent']} → {d['then']}"
+        if event.type == "child_run_started":
+            self._depth[d["run_id"]] = self._depth.get(event.run_id, 0) + 1
+            return f"    ↳ asking {d['agent']}"
+        if event.type == "child_run_finished":
+            mark = "✓" if d["status"] == "succeeded" else "✗"
+            return f"    {mark} ask_{d['agent']} · {d['status']}"
+        return None
+
+    def _person_line(self, event: Event) -> str | None:
+        d = event.data
         if event.type == "clarification_requested":
             return f"  ? {d['question']}"
         if event.type == "clarification_answered":
@@ -63,6 +127,10 @@ class Progress:
         if event.type == "approval_decided":
             verdict = "timed out" if d["timed_out"] else "approved" if d["approved"] else "rejected"
             return f"  ↳ {verdict}" + (f" ({d['reason']})" if d.get("reason") else "")
+        return None
+
+    def _end_line(self, event: Event) -> str | None:
+        d = event.data
         if event.type == "run_completed":
             tokens = f"{d['tokens_input']} in / {d['tokens_output']} out tokens"
             return f"✓ succeeded in {d['turns_used']} turns · {tokens}"
@@ -109,10 +177,15 @@ def run_command(args: argparse.Namespace, spec: AgentfnSpec) -> int:
         sys.path.insert(0, project)  # the spec's own tools package
     progress = Progress(sys.stderr, enabled=not args.json)
     text = " ".join(args.input)
-    if args.aws:
-        return _drive(Engine(spec, real_aws().store(), listener=progress), args, text)
-    with embedded_aws() as clients:
-        return _drive(Engine(spec, clients.store(), listener=progress), args, text)
+    try:
+        with sigterm_as_interrupt():
+            if args.aws:
+                return _drive(Engine(spec, real_aws().store(), listener=progress), args, text)
+            with embedded_aws() as clients:
+                return _drive(Engine(spec, clients.store(), listener=progress), args, text)
+    except Terminated:
+        print("stopped by SIGTERM", file=sys.stderr)
+        return EXIT_TERMINATED
 
 
 def _drive(engine: Any, args: argparse.Namespace, text: str) -> int:
@@ -121,22 +194,24 @@ def _drive(engine: Any, args: argparse.Namespace, text: str) -> int:
     try:
         while True:
             head = asyncio.run(engine.advance(head.run_id))
-            if head.status == "awaiting_input" and head.clarification is not None:
-                answer = _answer(head.clarification.question, replies)
+            # A run waiting for its children waits for whichever of them waits for a person.
+            waiting = waiting_for_a_person(engine.store, head) or head
+            if waiting.status == "awaiting_input" and waiting.clarification is not None:
+                answer = _answer(waiting.clarification.question, replies)
                 if answer is None:
                     _print_result(engine.result(head.run_id), args.json)
                     print(
-                        f"The agent asks: {head.clarification.question}\n"
+                        f"The agent asks: {waiting.clarification.question}\n"
                         'Answer it by running the same command with --reply "…" '
                         "(or run it in a terminal to be asked).",
                         file=sys.stderr,
                     )
                     return EXIT_NEEDS_REPLY
-                head = engine.reply(head.run_id, answer)
-            elif head.status == "awaiting_approval":
-                if not _decide(engine, head, args):
+                engine.reply(waiting.run_id, answer)
+            elif waiting.status == "awaiting_approval":
+                if not _decide(engine, waiting, args):
                     _print_result(engine.result(head.run_id), args.json)
-                    calls = ", ".join(p.tool_name for p in head.pending_approval)
+                    calls = ", ".join(p.tool_name for p in waiting.pending_approval)
                     print(
                         f"Waiting for approval of: {calls}. Run the same command with "
                         "--approve or --deny [--reason …] (or in a terminal to be asked).",

@@ -31,7 +31,7 @@ from yaml.constructor import SafeConstructor
 from yaml.resolver import Resolver
 
 MAX_BYTES = 1024 * 1024
-MAX_VALUES = 5_000
+MAX_VALUES = 50_000
 MAX_DEPTH = 64
 MAX_NUMBER_CHARS = 100
 

@@ -83,6 +83,7 @@ class AssistantMessage(_Msg):
     tool_calls: list[ToolCall] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     model: str = ""  # the spec's model name that answered
+    agent: str = ""  # the agent that asked (in a team; "" in runs from before teams)
     model_id: str = ""
     stop_reason: Literal["end_turn", "tool_use", "max_tokens"] = "end_turn"
     turn: int = 0
@@ -114,6 +115,7 @@ class ToolResultMessage(_Msg):
     reused_from: str | None = None  # the earlier call whose cached output answered this one
     outcome_unknown: bool = False
     decided_by: str | None = None  # who approved, edited or answered this call (the caller)
+    child_run_id: str | None = None  # the run that answered an ask_<agent> call
     #: Images the tool returned, for providers that accept images in tool results; the
     #: `content` text always describes them for the others.
     images: list[ImagePart] = Field(default_factory=list)

@@ -18,28 +18,28 @@ import math
 import time
 from typing import Any
 
+from runtime.engine.commits import wait_until
 from runtime.engine.loop import Engine
 from runtime.errors import InvalidRequest, StateConflict, WrongState
-from runtime.naming import run_belongs_to
-from runtime.stack import Stack, execution_name
+from runtime.executions import Executions
+from runtime.stack import Stack
 from runtime.store.base import PAUSED, TERMINAL, RunHead
+from runtime.teams import TeamOrchestration
 
 log = logging.getLogger("agentfn.service")
 
 MAX_INLINE_SECONDS = 25  # API Gateway gives up at 29 s
 API_MARGIN_SECONDS = 4  # kept back from the API's own remaining time for the answer
 STEP_MARGIN_SECONDS = 10  # kept back from a Lambda's remaining time
+TASK_ACTIONS = frozenset({"advance", "continue", "wait", "timeout", "fail"})  # infra/sam/asl.py
 DECISION_RETRIES = 5
-RESUME_ATTEMPTS = 4  # SendTaskSuccess tries before the sweeper is left to resume the run
 #: Advance loops one execution runs before the run continues in a fresh execution, so no
 #: execution nears Step Functions' 25,000-event history limit (infra/sam/asl.py proves the
 #: worst case per loop times this stays under it).
 MAX_LOOPS = 80
-#: Errors that mean a task token can never be used again: nothing waits on it.
-STALE_TOKEN_ERRORS = ("TaskDoesNotExist", "InvalidToken", "TaskTimedOut")
 
 
-class RunService:
+class RunService(Executions, TeamOrchestration):
     def __init__(
         self,
         engine: Engine,
@@ -56,8 +56,10 @@ class RunService:
         self.sfn = sfn
         self.lambda_client = lambda_client
         self.events = events
-        self.agent = agent  # the agent function's own agent: it advances no other's runs
+        self.agent = agent  # the agent function's own agent: it advances its team's runs only
         self._sleep = sleep
+        if sfn is not None and stack.state_machine_prefix:
+            engine.child_starter = self.start_execution  # children: executions of their own
 
     # ---- the API's operations ------------------------------------------------------------
 
@@ -125,11 +127,13 @@ class RunService:
         by: str | None = None,
     ) -> dict[str, Any]:
         """Record the decision, then resume the waiting execution. A repeated identical
-        decision (a retry after a lost answer) resumes it again instead of answering 409."""
+        decision (a retry after a lost answer) resumes it again instead of answering 409. A
+        parent waiting for its children passes the decision to the child that waits."""
+        target = self.decision_target(run_id, "awaiting_approval", tool_call_id)
         head = self._retrying(
-            run_id,
+            target,
             lambda: self.engine.decide(
-                run_id,
+                target,
                 approved,
                 tool_call_id=tool_call_id,
                 reason=reason,
@@ -141,28 +145,15 @@ class RunService:
         return self.engine.result(run_id)
 
     def reply(self, run_id: str, text: str, *, by: str | None = None) -> dict[str, Any]:
-        head = self._retrying(run_id, lambda: self.engine.reply(run_id, text, by=by))
+        target = self.decision_target(run_id, "awaiting_input", None)
+        head = self._retrying(target, lambda: self.engine.reply(target, text, by=by))
         self._resume_if_decided(head)
         return self.engine.result(run_id)
 
     def cancel(self, run_id: str, *, by: str | None = None) -> dict[str, Any]:
         head = self._retrying(run_id, lambda: self.engine.cancel(run_id, by=by))
-        arn = self._execution_arn(head)
-        if self.sfn is not None and arn is not None:
-            try:
-                self.sfn.stop_execution(executionArn=arn, error="RunCancelled", cause="cancelled")
-            except Exception as exc:  # already finished, or never started: the run is cancelled
-                log.info("stop_execution: %s", type(exc).__name__)
-            if head.task_token:
-                # Release a task that waits for people. After a stop this is a no-op on AWS
-                # (the token is dead, the error is ignored); an emulator whose worker blocks
-                # on the token needs it to notice the stop.
-                try:
-                    self.sfn.send_task_failure(
-                        taskToken=head.task_token, error="RunCancelled", cause="cancelled"
-                    )
-                except Exception as exc:
-                    log.info("send_task_failure: %s", type(exc).__name__)
+        self.stop_execution(head)
+        self.cancel_children(head, by)
         self.notify(head)
         return self.engine.result(run_id)
 
@@ -171,10 +162,27 @@ class RunService:
     def step(self, event: dict[str, Any], remaining_seconds: float) -> dict[str, Any]:
         """One task of the agent's state machine (see infra/sam/asl.py for the contract)."""
         action = event.get("action", "advance")
+        if action not in TASK_ACTIONS:
+            raise InvalidRequest(f"unknown action {str(action)[:100]!r}", field="action")
         run_id = str(event["run_id"])
-        if self.agent is not None and not run_belongs_to(run_id, self.agent):
-            raise InvalidRequest(f"run {run_id} is not a run of agent {self.agent}", field="run_id")
+        if not self.may_advance(run_id):
+            raise InvalidRequest(
+                f"run {run_id} is not a run of agent {self.agent}'s team", field="run_id"
+            )
         loops = int(event.get("loops") or 0)
+        routed = self._task(action, run_id, loops, event, remaining_seconds)
+        if not routed.get("function"):  # no stack names (a test): stay where the task ran
+            routed["function"] = event.get("function", "")
+        return routed
+
+    def _task(
+        self,
+        action: str,
+        run_id: str,
+        loops: int,
+        event: dict[str, Any],
+        remaining_seconds: float,
+    ) -> dict[str, Any]:
         if action == "advance":
             budget = max(1.0, remaining_seconds - STEP_MARGIN_SECONDS)
             if event.get("budget_seconds"):
@@ -200,7 +208,7 @@ class RunService:
             head = self.engine.force_fail(run_id, "INTERNAL", message)
             self.notify(head)
             return self._route(head, loops)
-        raise InvalidRequest(f"unknown action {action!r}", field="action")
+        raise AssertionError(action)  # TASK_ACTIONS lists every branch above
 
     def advance(self, run_id: str, budget: float) -> RunHead:
         import asyncio
@@ -215,7 +223,7 @@ class RunService:
 
     def _advance_inline(self, head: RunHead, budget: float) -> None:
         payload = {"action": "advance", "run_id": head.run_id, "budget_seconds": budget}
-        function = self.stack.function(head.agent)
+        function = self.stack.function(head.active_agent)  # who has the conversation
         if self.lambda_client is None or function is None:
             self.advance(head.run_id, budget)  # one process (tests, `agentfn run`)
             return
@@ -224,47 +232,6 @@ class RunService:
         )
         if answer.get("FunctionError"):  # leased, crashed: the state machine takes over
             log.warning("inline advance failed: %s", answer["Payload"].read()[:300])
-
-    def start_execution(self, head: RunHead) -> bool:
-        """Start the run's current execution (idempotent: its name is fixed per generation).
-        False when it could not be started: the run then waits for the sweeper."""
-        arn = self.stack.state_machine(head.agent)
-        if self.sfn is None or arn is None:
-            return False
-        try:
-            self.sfn.start_execution(
-                stateMachineArn=arn,
-                name=execution_name(head),
-                input=json.dumps({"run_id": head.run_id}),
-            )
-        except self.sfn.exceptions.ExecutionAlreadyExists:
-            pass  # a retried request finds it already on its way
-        except Exception:
-            log.exception("could not start the execution of run %s", head.run_id)
-            return False
-        return True
-
-    def _execution_arn(self, head: RunHead) -> str | None:
-        arn = self.stack.state_machine(head.agent)
-        if arn is None:
-            return None
-        return arn.replace(":stateMachine:", ":execution:") + f":{execution_name(head)}"
-
-    def execution_status(self, head: RunHead) -> str | None:
-        """The status of the run's current execution (RUNNING, SUCCEEDED, FAILED, TIMED_OUT,
-        ABORTED), or None when it does not exist (or there is no state machine to ask)."""
-        arn = self._execution_arn(head)
-        if self.sfn is None or arn is None:
-            return None
-        try:
-            status: str = self.sfn.describe_execution(executionArn=arn)["status"]
-        except self.sfn.exceptions.ExecutionDoesNotExist:
-            return None
-        return status
-
-    def resume(self, head: RunHead) -> bool:
-        """Resume the execution waiting on the run's task token, if it has one."""
-        return bool(head.task_token) and self._send_success(str(head.task_token), head)
 
     def _continue(self, run_id: str, loops: int) -> dict[str, Any]:
         """Carry the run on in a fresh execution of the same state machine (the current one
@@ -278,36 +245,15 @@ class RunService:
 
     def _wait(self, run_id: str, token: str) -> dict[str, Any]:
         head = self._retrying(run_id, lambda: self.engine.store_task_token(run_id, token))
-        if head.status not in PAUSED:
-            # The decision arrived before the token was stored: resume now ourselves.
+        children = head.status == "awaiting_children"
+        if head.status not in PAUSED or (children and self.children_done(head)):
+            # The decision (or the last child) came before the token was stored: resume now.
             self._send_success(token, head)
         return {"run_id": run_id, "status": head.status}
 
     def _resume_if_decided(self, head: RunHead) -> None:
         if head.status == "running" and head.task_token:
             self._send_success(head.task_token, head)
-
-    def _send_success(self, token: str, head: RunHead) -> bool:
-        """Resume the execution waiting on `token`, retrying passing failures. A token that
-        nothing waits on any more is not an error. When every attempt fails, the decision is
-        still recorded and the sweeper resumes the run later (False)."""
-        if self.sfn is None:
-            return False
-        for attempt in range(RESUME_ATTEMPTS):
-            try:
-                self.sfn.send_task_success(
-                    taskToken=token, output=json.dumps({"run_id": head.run_id})
-                )
-                return True
-            except Exception as exc:
-                code = _error_code(exc)
-                if code in STALE_TOKEN_ERRORS:
-                    log.info("send_task_success: %s (nothing waits on it)", code)
-                    return False
-                log.warning("send_task_success failed (attempt %d): %s", attempt + 1, code)
-                if attempt + 1 < RESUME_ATTEMPTS:
-                    self._sleep(0.2 * 2**attempt)
-        return False
 
     def _retrying(self, run_id: str, operation: Any, *, tolerate_state: bool = False) -> RunHead:
         """Decisions race with the wait task storing its token; a lost race is re-read and
@@ -337,9 +283,12 @@ class RunService:
             ends = [min(p.expires_at for p in head.pending_approval)]
         elif head.status == "awaiting_input" and head.clarification is not None:
             ends = [head.clarification.expires_at]
+        elif head.status == "awaiting_children":  # a last look before the data expires
+            ends = [wait_until(head, head.expires_at)]
         wait = max(1, math.ceil(ends[0] - self.engine.clock.now())) if ends else 0
         return {
             "run_id": head.run_id,
+            "function": self.function_for(head),
             "status": head.status,
             "wait_seconds": wait,
             "loops": loops,
@@ -355,7 +304,10 @@ class RunService:
         }
 
     def notify(self, head: RunHead) -> None:
-        """EventBridge: approval requested and run finished, so approvers can be notified."""
+        """EventBridge: approval requested and run finished, so approvers can be notified; a
+        finished child wakes its parent."""
+        if head.status in TERMINAL:
+            self.wake_parent(head)
         if self.events is None:
             return
         if head.status == "awaiting_approval":
@@ -382,8 +334,3 @@ class RunService:
             )
         except Exception as exc:  # notification is best effort; the run state is the truth
             log.warning("put_events failed: %s", type(exc).__name__)
-
-
-def _error_code(exc: Exception) -> str:
-    response = getattr(exc, "response", None) or {}
-    return str((response.get("Error") or {}).get("Code") or type(exc).__name__)

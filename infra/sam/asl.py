@@ -1,7 +1,12 @@
 """The per-agent state machine (Amazon States Language), as plain data.
 
 Shape: Init → Advance → Route(Choice) → {Advance | WaitForApproval | WaitForInput |
-ContinueAsNew → Continued | Succeeded | Failed | Cancelled}.
+WaitForChildren | ContinueAsNew → Continued | Succeeded | Failed | Cancelled}.
+
+Every task but MarkFailed runs in the function of the agent that has the run's conversation
+(`$.function`, set by Init to the agent's own and returned by each task): a handoff moves
+the run to its new agent's function, so each agent's code keeps its own role and grants.
+The state machine's role may invoke exactly the functions of its agent's handoff team.
 
 What crosses the state machine is ids and small routing values only (`run_id`, `status`,
 `wait_seconds`, `loops`, `continue`): results are read from the store, so Step Functions'
@@ -86,12 +91,20 @@ CATCH_ALL = [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "M
 
 
 def _invoke(action: str, next_state: str, **extra: Any) -> dict[str, Any]:
+    """A task of the function that has the run's conversation now (`$.function`: the entry
+    agent's, or the agent it was handed to)."""
     return {
         "Type": "Task",
         "Resource": "arn:aws:states:::lambda:invoke",
         "Parameters": {
-            "FunctionName": FUNCTION,
-            "Payload": {"action": action, "run_id.$": "$.run_id", "loops.$": "$.loops", **extra},
+            "FunctionName.$": "$.function",
+            "Payload": {
+                "action": action,
+                "run_id.$": "$.run_id",
+                "loops.$": "$.loops",
+                "function.$": "$.function",
+                **extra,
+            },
         },
         "OutputPath": "$.Payload",
         "Retry": RETRY,
@@ -105,7 +118,7 @@ def _wait(kind: str, on_timeout: str) -> dict[str, Any]:
         "Type": "Task",
         "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
         "Parameters": {
-            "FunctionName": FUNCTION,
+            "FunctionName.$": "$.function",
             "Payload": {
                 "action": "wait",
                 "kind": kind,
@@ -138,6 +151,7 @@ def definition(spec: AgentfnSpec, agent: str) -> dict[str, Any]:
         {"Variable": "$.status", "StringEquals": "running", "Next": "Advance"},
         {"Variable": "$.status", "StringEquals": "awaiting_approval", "Next": "WaitForApproval"},
         {"Variable": "$.status", "StringEquals": "awaiting_input", "Next": "WaitForInput"},
+        {"Variable": "$.status", "StringEquals": "awaiting_children", "Next": "WaitForChildren"},
         {"Variable": "$.status", "StringEquals": "succeeded", "Next": "Succeeded"},
         {"Variable": "$.status", "StringEquals": "cancelled", "Next": "Cancelled"},
         {"Variable": "$.status", "StringEquals": "failed", "Next": "Failed"},
@@ -145,7 +159,7 @@ def definition(spec: AgentfnSpec, agent: str) -> dict[str, Any]:
     states: dict[str, Any] = {
         "Init": {
             "Type": "Pass",
-            "Parameters": {"run_id.$": "$.run_id", "loops": 0},
+            "Parameters": {"run_id.$": "$.run_id", "loops": 0, "function": FUNCTION},
             "Next": "Advance",
         },
         "Advance": _invoke("advance", "Route"),
@@ -160,6 +174,8 @@ def definition(spec: AgentfnSpec, agent: str) -> dict[str, Any]:
         },
         "WaitForApproval": _wait("approval", "ApprovalTimedOut"),
         "WaitForInput": _wait("input", "InputTimedOut"),
+        # Woken by the last child to finish; at the end of the run's data, look once more.
+        "WaitForChildren": _wait("children", "Advance"),
         "ApprovalTimedOut": _invoke("timeout", "Route", kind="approval"),
         "InputTimedOut": _invoke("timeout", "Route", kind="input"),
         "ContinueAsNew": _invoke("continue", "Continued"),
@@ -214,7 +230,9 @@ def max_events_per_loop(machine: dict[str, Any]) -> int:
     Route) can add, computed from the definition."""
     states = machine["States"]
     choice = 2  # entered, exited
-    wait = max(_task_events(states[w]) for w in ("WaitForApproval", "WaitForInput"))
+    wait = max(
+        _task_events(states[w]) for w in ("WaitForApproval", "WaitForInput", "WaitForChildren")
+    )
     timeout = max(_task_events(states[t]) for t in ("ApprovalTimedOut", "InputTimedOut"))
     return _task_events(states["Advance"]) + choice + wait + timeout + choice
 

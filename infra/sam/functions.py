@@ -53,7 +53,7 @@ def state_machine(spec: AgentfnSpec, agent: str, definition_uri: str | None) -> 
             else {"Definition": asl.definition(spec, agent)}
         ),
         "DefinitionSubstitutions": {"AgentFunctionArn": get_arn(function_id)},
-        "Policies": [{"Statement": grants.state_machine_statements(function_id)}],
+        "Policies": [{"Statement": grants.state_machine_statements(spec, agent)}],
     }
     if spec.deployment.tracing:
         props["Tracing"] = {"Enabled": True}

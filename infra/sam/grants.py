@@ -22,11 +22,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from infra.naming import NAME_PREFIX, agent_physical_name
+from infra.naming import NAME_PREFIX, agent_function_id, agent_physical_name
 from infra.sam.data import BUCKET, IDEMPOTENCY_TABLE, SWEEP_INDEX, TABLE
 from infra.sam.intrinsics import arn, get_arn, sub
 from runtime.naming import agent_tag
 from runtime.spec import AgentfnSpec
+from runtime.spec.graph import handoff_paths
 from runtime.tools.toolset import storage_prefix
 
 STORAGE_TOOLS = ("builtin:storage_read", "builtin:storage_write")
@@ -60,46 +61,83 @@ def _put_events(spec: AgentfnSpec) -> dict[str, Any]:
 
 
 def agent_storage_prefixes(spec: AgentfnSpec, agent: str) -> list[str]:
-    """S3 prefixes an agent's tools read, write and list: its tool cache, and its storage
-    prefix when it lists a storage tool."""
-    prefixes = [f"tool-cache/{agent}/"]
+    """S3 prefixes an agent's tools read, write and list: the tool caches of the sessions it
+    may work in (its own, and those of the agents that can hand it a conversation), and its
+    storage prefix when it lists a storage tool."""
+    prefixes = [f"tool-cache/{entry}/" for entry in entry_agents(spec, agent)]
     if any(ref in STORAGE_TOOLS for ref in spec.agents[agent].tools):
         prefixes.append(storage_prefix(spec, agent))
     return prefixes
 
 
-def agent_data_statements(spec: AgentfnSpec, agent: str) -> list[dict[str, Any]]:
-    """The agent's own runs, sessions and objects; its own state machine; the event bus."""
-    tag = agent_tag(agent)
-    listed = agent_storage_prefixes(spec, agent)
+def entry_agents(spec: AgentfnSpec, agent: str) -> list[str]:
+    """Agents whose runs this agent's function may advance: itself, and every agent that can
+    hand a conversation to it (runtime.teams.entry_agents_of says the same at run time)."""
+    return [e for e in spec.agents if agent in handoff_paths(spec, e)]
+
+
+def asked_agents(spec: AgentfnSpec, agent: str) -> list[str]:
+    """Sub-agents this agent asks as tools: it creates their child runs and reads them."""
+    return [sub.agent for sub in spec.agents[agent].sub_agents if sub.as_ == "tool"]
+
+
+def asking_entries(spec: AgentfnSpec, agent: str) -> list[str]:
+    """Entry agents of the runs that may ask this agent as a tool: as a child, it reads
+    its parent's head to wake it."""
     return [
+        e
+        for e in spec.agents
+        if any(agent in asked_agents(spec, member) for member in handoff_paths(spec, e))
+    ]
+
+
+def agent_data_statements(spec: AgentfnSpec, agent: str) -> list[dict[str, Any]]:
+    """The runs, sessions and objects of its team's conversations (the runs it may advance:
+    its own and those handed to it; the child runs it starts), its parents' heads, the state
+    machines it may start (a run continuing anew, a child), the event bus."""
+    entries = entry_agents(spec, agent)
+    owned = entries + [c for c in asked_agents(spec, agent) if c not in entries]
+    tags = [agent_tag(a) for a in owned]
+    listed = agent_storage_prefixes(spec, agent)
+    statements = [
         _allow(
-            "OwnRunsAndSessions",
+            "TeamRunsAndSessions",
             ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem"],
             get_arn(TABLE),
-            **_leading_keys(f"RUN#{tag}*", f"SES#{agent}#*"),
+            **_leading_keys(*(f"RUN#{t}*" for t in tags), *(f"SES#{a}#*" for a in owned)),
         ),
         _allow(
-            "OwnObjects",
+            "TeamObjects",
             ["s3:GetObject", "s3:PutObject"],
-            _objects(f"bodies/{tag}", f"results/{tag}", *listed),
+            _objects(*(f"bodies/{t}" for t in tags), *(f"results/{t}" for t in tags), *listed),
         ),
         _allow(
-            "ListOwnPrefixes",
+            "ListTeamPrefixes",
             "s3:ListBucket",
             get_arn(BUCKET),
             StringLike={"s3:prefix": [f"{prefix}*" for prefix in listed]},
         ),
-        # A long run continues in a fresh execution of its own state machine.
+        # A long run continues in a fresh execution; a child run starts in its agent's own.
         _allow(
-            "ContinueInOwnStateMachine",
+            "StartTeamStateMachines",
             "states:StartExecution",
-            arn("states", f"stateMachine:{agent_physical_name(agent)}"),
+            [arn("states", f"stateMachine:{agent_physical_name(a)}") for a in owned],
         ),
-        # The wait task resumes its own execution when a decision beat its task token.
-        _allow("ResumeOwnWait", "states:SendTaskSuccess", "*"),
+        # Resume a wait: its own (a decision beat the token), or a parent's (a child ended).
+        _allow("ResumeWaits", "states:SendTaskSuccess", "*"),
         _put_events(spec),
     ]
+    parents = [e for e in asking_entries(spec, agent) if e not in owned]
+    if parents:
+        statements.append(
+            _allow(
+                "ReadParentRuns",
+                "dynamodb:GetItem",
+                get_arn(TABLE),
+                **_leading_keys(*(f"RUN#{agent_tag(e)}*" for e in parents)),
+            )
+        )
+    return statements
 
 
 def api_statements(spec: AgentfnSpec) -> list[dict[str, Any]]:
@@ -159,7 +197,9 @@ def sweeper_statements(spec: AgentfnSpec) -> list[dict[str, Any]]:
     ]
 
 
-def state_machine_statements(function_id: str) -> list[dict[str, Any]]:
-    """Exactly its own agent's function (SAM's LambdaInvokePolicy grants `function:NAME*`,
-    a prefix that also matches other agents whose name starts with this one's)."""
-    return [_allow("InvokeOwnAgentFunction", "lambda:InvokeFunction", get_arn(function_id))]
+def state_machine_statements(spec: AgentfnSpec, agent: str) -> list[dict[str, Any]]:
+    """Exactly the functions of its agent's handoff team, by ARN: a handoff moves the run to
+    the next agent's function (SAM's LambdaInvokePolicy would grant `function:NAME*`, a
+    prefix that also matches other agents whose name starts with this one's)."""
+    functions = [get_arn(agent_function_id(member)) for member in handoff_paths(spec, agent)]
+    return [_allow("InvokeTeamFunctions", "lambda:InvokeFunction", functions)]

@@ -1,8 +1,9 @@
 """Least-privilege IAM statements, computed from what an agent actually references.
 
-An agent's function runs its sub-agents in process, so its grants cover the transitive
-closure: its own and its sub-agents' models (with their fallbacks), Lambda tools and
-secrets. Nothing is granted for what the spec does not name.
+Each agent's code runs in its own function (a handoff moves the run to the next agent's
+function; an agent asked as a tool runs in its own), so a function's grants cover its own
+agent only: its models (with their fallbacks), Lambda tools and secrets. Nothing is granted
+for what the spec does not name.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 from infra.sam.intrinsics import REGION, arn
 from runtime.spec import AgentfnSpec
-from runtime.spec.graph import agent_closure, model_closure
+from runtime.spec.graph import model_closure
 from runtime.spec.models import BedrockModel
 from runtime.spec.tools import LambdaTool
 from runtime.spec.types import SECRET_REF_RE
@@ -32,7 +33,7 @@ def _referenced_secrets(value: Any) -> set[str]:
 
 
 def agent_secrets(spec: AgentfnSpec, agent: str) -> list[str]:
-    agents = agent_closure(spec, agent)
+    agents = [agent]  # a sub-agent's code runs in its own function, with its own grants
     used: set[str] = set()
     for model in model_closure(spec, agents):
         used |= _referenced_secrets(spec.models[model].model_dump(mode="json"))
@@ -75,7 +76,7 @@ def _bedrock_arns(model: BedrockModel) -> list[Any]:
 def agent_statements(spec: AgentfnSpec, agent: str) -> list[dict[str, Any]]:
     """IAM statements for what one agent function references (models, Lambda tools,
     secrets); its data and workflow grants are in infra.sam.grants."""
-    agents = agent_closure(spec, agent)
+    agents = [agent]  # a sub-agent's code runs in its own function, with its own grants
     statements: list[dict[str, Any]] = []
 
     bedrock: list[Any] = []

@@ -12,6 +12,7 @@ the worker that resumes the run is never locked out by the API's own commit.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +21,8 @@ from runtime.errors import RunError, RunLeased, StateConflict
 from runtime.events import Event, EventListener, EventType
 from runtime.messages import Message
 from runtime.store.base import TERMINAL, Commit, RunHead, RunStore
+
+RESULT_INLINE_BYTES = 16 * 1024
 
 #: How long after its last sign of life (a commit, or the end of the wait it is in) a run
 #: that is not finished becomes worth a look by the sweeper.
@@ -60,6 +63,12 @@ class RunCursor:
     messages: list[Message]
     history: list[Message] = field(default_factory=list)
     deadline: float | None = None  # clock.monotonic() when the advance must stop
+    discovered: set[str] = field(default_factory=set)  # agents whose MCP tools are open
+
+    @property
+    def agent(self) -> str:
+        """The agent acting now (the last handoff's target, else the run's own)."""
+        return self.head.active_agent
 
 
 class Persistence:
@@ -82,6 +91,19 @@ class Persistence:
             return self._commit(head, [], [], update={"task_token": None})
         except StateConflict as exc:
             raise RunLeased(f"run {head.run_id} was taken by another worker") from exc
+
+    def _store_result(self, head: RunHead, result: Any, update: dict[str, Any]) -> None:
+        """The final result on the head when small, else in the blob store under a key of
+        this attempt (a losing writer never overwrites the winner's)."""
+        import json
+
+        body = json.dumps(result, ensure_ascii=False, default=str)
+        if len(body.encode()) > RESULT_INLINE_BYTES:
+            ref = f"results/{head.run_id}.{uuid.uuid4().hex[:12]}.json"
+            self.store.blobs.put(ref, body.encode())
+            update["result_ref"] = ref
+        else:
+            update["result"] = result
 
     def _fail(self, head: RunHead, error: RunError) -> RunHead:
         update = {"status": "failed", "error_code": error.error_code, "error_message": str(error)}

@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from runtime.engine.approval import decision_event
+from runtime.engine.shortcuts import Shortcuts
 from runtime.engine.state import pending_calls
-from runtime.engine.tool_phase import ToolPhase
 from runtime.engine.toolrun import error_result
 from runtime.errors import InvalidRequest, WrongState
 from runtime.events import EventType
@@ -31,7 +31,7 @@ OUTCOME_UNKNOWN_CANCELLED = (
 )
 
 
-class Interventions(ToolPhase):
+class Interventions(Shortcuts):
     def reply(self, run_id: str, text: str, *, by: str | None = None) -> RunHead:
         """Answer a clarification: the reply becomes that tool call's result."""
         head = self.store.load_head(run_id)
@@ -150,7 +150,7 @@ class Interventions(ToolPhase):
                     field="approved" if wanted != "edit" else "edited_inputs",
                 )
             if edited_inputs is not None:
-                tool = self._tools(head.agent).get(pending.tool_name)
+                tool = self._toolbox(head).get(pending.tool_name)
                 try:
                     check(tool.input_schema if tool else {"type": "object"}, edited_inputs)
                 except SchemaViolation as exc:

@@ -25,25 +25,28 @@ from runtime.engine import output as out
 from runtime.engine.commits import BudgetSpent, RunCursor
 from runtime.engine.compat import agent_hash
 from runtime.engine.interventions import Interventions
-from runtime.engine.prompt import FINAL_TURN_NOTE, render_system_prompt
+from runtime.engine.prompt import FINAL_TURN_NOTE, render_system_prompt, team_prompt
 from runtime.engine.result import build_result
 from runtime.engine.state import (
     answer_text,
+    answers_of,
     own_call_ids,
     pending_calls,
     recent_calls,
     same_call,
 )
+from runtime.engine.team import MovedOn
 from runtime.errors import (
     DoomLoop,
     MaxTurnsExceeded,
     OutputInvalid,
     RunError,
+    RunNotFound,
     SpecChanged,
     StateConflict,
 )
 from runtime.events import EventListener, EventType, preview
-from runtime.messages import AssistantMessage, Message, ToolCall, UserMessage
+from runtime.messages import AssistantMessage, Message, ToolCall, Usage, UserMessage
 from runtime.models.base import Model, ModelRequest, ToolSpec
 from runtime.models.retry import request_with_fallbacks
 from runtime.naming import new_run_id
@@ -54,7 +57,6 @@ from runtime.tools.base import Tool
 MAX_CONTINUATIONS = 3
 MAX_CORRECTIONS = 2
 DOOM_REPEATS = 3
-RESULT_INLINE_BYTES = 16 * 1024
 
 
 class Engine(Interventions):
@@ -71,6 +73,8 @@ class Engine(Interventions):
         lease_seconds: float = 120.0,
         secrets: Any = None,  # (text) -> text with ${secret:…} resolved
         lambda_client: Any = None,  # () -> boto3 Lambda client, for Lambda tools
+        scope: str | None = None,  # a deployed agent function: the agent it may run
+        child_starter: Any = None,  # (child head) -> None: starts a child's execution
     ):
         self.spec = spec
         self.store = store
@@ -80,13 +84,15 @@ class Engine(Interventions):
         self.owner = uuid.uuid4().hex
         self._models = models
         self._model_cache: dict[str, Model] = {}
-        self._toolsets: dict[str, dict[str, Tool]] = {}
-        self._specs: dict[str, list[ToolSpec]] = {}
+        self._toolsets: dict[tuple[str, bool], dict[str, Tool]] = {}
+        self._specs: dict[tuple[str, bool], list[ToolSpec]] = {}
         self._mcp: dict[str, dict[str, Tool]] = {}
         self._secrets = secrets
         self._lambda_client = lambda_client
         self._lambda: Any = None
         self._rules: dict[tuple[str, str], bool] = {}
+        self.scope = scope
+        self.child_starter = child_starter
 
     # ---- public operations -------------------------------------------------------------
 
@@ -108,11 +114,18 @@ class Engine(Interventions):
             expires_at=int(now + (config.session.ttl or self.spec.deployment.retention)),
             input_preview=preview(text, 200),
         )
+        chain = self._route_input(agent, text)
+        if chain is None and session_id is not None:
+            chain = self.store.session_chain(agent, session_id)  # who has the session now
+        if chain and chain != [agent]:
+            head.chain, head.agent_path = chain, list(chain)
         data: dict[str, Any] = {
             "agent": agent,
             "session_id": head.session_id,
             "input": preview(text),
         }
+        if head.chain:
+            data["active_agent"] = head.active_agent
         return self._commit(head, [UserMessage(content=text)], [("run_started", data)], create=True)
 
     async def run(self, agent: str, text: str, session_id: str | None = None) -> RunHead:
@@ -127,8 +140,10 @@ class Engine(Interventions):
         tool call starts only if its timeout fits in what is left (a started tool is never
         abandoned half way). The run is then released for the next invocation."""
         head = self.store.load_head(run_id)
-        if head.status != "running":
+        if head.status not in ("running", "awaiting_children"):
             return head
+        if self.scope is not None and head.active_agent != self.scope:
+            return head  # the conversation is another agent's: its function advances it
         if head.agent_hash != agent_hash(self.spec, head.agent):
             return self._fail(head, SpecChanged("the agent's spec changed since this run started"))
         head = self._acquire(head)
@@ -140,10 +155,14 @@ class Engine(Interventions):
             run.history = self.store.session_history(head, limit)
         try:
             async with AsyncExitStack() as connections:  # MCP sessions close on every exit
-                await self._discover_mcp(run, connections)
+                if run.head.status == "awaiting_children":
+                    await self._collect_children(run)
                 while run.head.status == "running":
                     if run.deadline is not None and self.clock.monotonic() > run.deadline:
                         raise BudgetSpent
+                    if self.scope is not None and run.agent != self.scope:
+                        raise MovedOn  # handed off: the next agent's function goes on
+                    await self._discover_mcp(run, connections)  # the acting agent's servers
                     await self._step(run)
         except BudgetSpent:  # another invocation (the state machine's) carries on
             run.head = self._commit(run.head, [], [], release=True)
@@ -155,7 +174,19 @@ class Engine(Interventions):
 
     def result(self, run_id: str) -> dict[str, Any]:
         head = self.store.load_head(run_id)
-        return build_result(head, self.store.load_messages(head), self.store.blobs)
+        result = build_result(head, self.store.load_messages(head), self.store.blobs)
+        if head.children:  # what the children wait for shows on the parent
+            result["children"] = [self._child_view(c.run_id) for c in head.children]
+        return result
+
+    def _child_view(self, run_id: str) -> dict[str, Any]:
+        try:
+            child = self.store.load_head(run_id)
+        except RunNotFound:
+            return {"run_id": run_id, "status": "starting"}
+        view = build_result(child, [], self.store.blobs)
+        keep = ("run_id", "agent", "status", "pending_approval", "clarification", "children")
+        return {k: v for k, v in view.items() if k in keep}
 
     def force_fail(self, run_id: str, code: str, message: str) -> RunHead:
         """Mark a run failed whatever holds its lease (the supervisor's verdict after a crash)."""
@@ -172,12 +203,12 @@ class Engine(Interventions):
         pending = pending_calls(run.messages)
         if pending:
             await self._run_tools(run, pending)
-        else:
+        elif not self._shortcut(run):  # a tool's direct answer, or an intent
             await self._call_model(run)
 
     def _models_for(self, run: RunCursor) -> list[tuple[Model, Any]]:
         chain: list[tuple[Model, Any]] = []
-        names = [self.spec.model_for(run.head.agent)]
+        names = [self.spec.model_for(run.agent)]
         names += [n for n in self.spec.models[names[0]].fallbacks if n not in names]
         for name in names:
             if name not in self._model_cache:
@@ -196,23 +227,23 @@ class Engine(Interventions):
 
     async def _call_model(self, run: RunCursor) -> None:
         head = run.head
-        config = self.spec.agents[head.agent]
-        max_turns = config.max_turns or self.spec.defaults.max_turns
+        agent = run.agent
+        config = self.spec.agents[agent]
+        max_turns = self._max_turns(head)
         last = run.messages[-1] if run.messages else None
         follow_up = isinstance(last, UserMessage) and last.purpose is not None
         if not follow_up and head.turn >= max_turns:
             raise MaxTurnsExceeded(f"reached max_turns ({max_turns}) without a final answer")
         turn = head.turn if follow_up else head.turn + 1
         final_turn = turn >= max_turns
-        specs = self._tool_specs(head.agent)
-        system = render_system_prompt(
-            head.agent, config, head.run_id, head.session_id, self.clock.now()
-        )
+        specs = self._tool_specs(head)
+        system = render_system_prompt(agent, config, head.run_id, head.session_id, self.clock.now())
+        system = team_prompt(head, config.system_prompt, system, self.clock.now())
         request = ModelRequest(
             system=system + (FINAL_TURN_NOTE if final_turn else ""),
             messages=[*run.history, *run.messages],
             tools=specs,
-            call_number=head.answers,
+            call_number=answers_of(run.messages, agent, head.agent),
             allow_tools=not final_turn,
         )
         model, response = await self._bounded(
@@ -223,6 +254,7 @@ class Engine(Interventions):
             tool_calls=own_call_ids(response.tool_calls),
             usage=response.usage,
             model=model.name,
+            agent=agent,
             model_id=response.model_id or model.model_id,
             stop_reason=response.stop_reason,
             turn=turn,
@@ -243,11 +275,15 @@ class Engine(Interventions):
                 },
             )
         )
+        by_agent = dict(head.usage_by_agent)
+        by_agent[agent] = by_agent.get(agent, Usage()) + response.usage
         update: dict[str, Any] = {
             "turn": turn,
             "answers": head.answers + 1,
             "usage": head.usage + response.usage,
+            "usage_by_agent": by_agent,
             "model_used": answer.model_id,
+            "help_request": None,  # the supervisor has read it
         }
         new: list[Message] = [answer]
         failure: RunError | None = None
@@ -296,7 +332,7 @@ class Engine(Interventions):
             update["continuations"] = head.continuations + 1
             new.append(UserMessage(content=out.CONTINUE_PROMPT, purpose="continue"))
             return None
-        schema = self.spec.agents[head.agent].output_schema
+        schema = self.spec.agents[head.agent].output_schema  # the team answers as its entry
         text = answer_text([*run.messages, answer])
         result, problem = out.result_from_answer(text, schema)
         if problem is not None and schema is not None:
@@ -326,14 +362,3 @@ class Engine(Interventions):
             )
         )
         return None
-
-    def _store_result(self, head: RunHead, result: Any, update: dict[str, Any]) -> None:
-        import json
-
-        body = json.dumps(result, ensure_ascii=False, default=str)
-        if len(body.encode()) > RESULT_INLINE_BYTES:
-            ref = f"results/{head.run_id}.json"
-            self.store.blobs.put(ref, body.encode())
-            update["result_ref"] = ref
-        else:
-            update["result"] = result

@@ -38,6 +38,8 @@ def tool_call_records(messages: list[Message]) -> list[dict[str, Any]]:
             record["outcome_unknown"] = True
         if m.decided_by:
             record["decided_by"] = m.decided_by  # who approved, edited or answered it
+        if m.child_run_id:
+            record["child_run_id"] = m.child_run_id  # the sub-agent's own run
         records.append(record)
     return records
 
@@ -76,8 +78,30 @@ def build_result(head: RunHead, messages: list[Message], blobs: BlobStore) -> di
     out["tokens_output"] = head.usage.output_tokens
     if head.warnings:
         out["warnings"] = list(head.warnings)
+    if head.agent_path or head.usage_by_agent or head.parent_run_id:
+        out.update(team_fields(head, messages))
     if head.status == "awaiting_approval":
         out["pending_approval"] = [p.model_dump(mode="json") for p in head.pending_approval]
     if head.status == "awaiting_input" and head.clarification is not None:
         out["clarification"] = head.clarification.model_dump(mode="json")
     return out
+
+
+def team_fields(head: RunHead, messages: list[Message]) -> dict[str, Any]:
+    """Who handled the run (`agent_path`, `active_agent`), its child runs and each agent's
+    tokens; a child names its parent."""
+    fields: dict[str, Any] = {
+        "active_agent": head.active_agent,
+        "agent_path": list(head.agent_path or [head.agent]),
+        "usage_by_agent": {
+            name: {"tokens_input": u.input_tokens, "tokens_output": u.output_tokens}
+            for name, u in head.usage_by_agent.items()
+        },
+        "child_run_ids": [
+            m.child_run_id for m in messages if isinstance(m, ToolResultMessage) and m.child_run_id
+        ]
+        + [c.run_id for c in head.children],
+    }
+    if head.parent_run_id:
+        fields["parent_run_id"] = head.parent_run_id
+    return fields

@@ -70,3 +70,11 @@ def own_call_ids(calls: list[ToolCall]) -> list[ToolCall]:
         seen.add(call.id)
         owned.append(call)
     return owned
+
+
+def answers_of(messages: list[Message], agent: str, entry: str) -> int:
+    """How many answers `agent` has given in this run (what the scripted provider counts its
+    script by: each agent of a team reads its own script from the start)."""
+    return sum(
+        1 for m in messages if isinstance(m, AssistantMessage) and (m.agent or entry) == agent
+    )

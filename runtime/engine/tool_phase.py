@@ -20,8 +20,9 @@ from runtime.events import EventType, preview
 from runtime.messages import AssistantMessage, ToolCall, ToolResultMessage
 from runtime.spec import AgentfnSpec
 from runtime.store.base import Clarification, PendingApproval
-from runtime.tools.base import ToolContext
+from runtime.tools.base import Tool, ToolContext
 from runtime.tools.builtins import CLARIFY
+from runtime.tools.team import control_of
 
 T = TypeVar("T")
 
@@ -51,16 +52,16 @@ class ToolPhase(Toolsets):
     def _gated(self, run: RunCursor, call: ToolCall) -> bool:
         if call.arguments is None:
             return False  # answered with an error without running: nothing to approve
-        key = (run.head.agent, call.name)
+        key = (run.agent, call.name)
         gated = self._rules.get(key)
         if gated is None:
-            tool = self._tools(run.head.agent).get(call.name)
-            gated = rule_for(self.spec, run.head.agent, tool) is not None
+            tool = self._toolbox(run.head).get(call.name)
+            gated = rule_for(self.spec, run.agent, tool) is not None
             self._rules[key] = gated
         return gated
 
     def _batchable(self, run: RunCursor, call: ToolCall) -> bool:
-        tool = self._tools(run.head.agent).get(call.name)
+        tool = self._toolbox(run.head).get(call.name)
         return (
             tool is not None
             and tool.effect == "read_only"
@@ -69,19 +70,37 @@ class ToolPhase(Toolsets):
             and not self._gated(run, call)
         )
 
+    def _control_of(self, tools: dict[str, Tool], call: ToolCall) -> tuple[str, str] | None:
+        """The team control a call is (ask, transfer, help), by the tool's identity."""
+        tool = tools.get(call.name)
+        if tool is None or call.arguments is None:
+            return None
+        return control_of(tool.reference)
+
+    async def _ask(self, run: RunCursor, calls: list[tuple[ToolCall, str]]) -> None:
+        raise NotImplementedError  # runtime.engine.team
+
+    def _hand_over(
+        self, run: RunCursor, call: ToolCall, kind: str, target: str, rest: list[ToolCall]
+    ) -> bool:
+        raise NotImplementedError  # runtime.engine.team
+
+    def _team_view(self, run: RunCursor) -> Any:
+        raise NotImplementedError  # runtime.engine.team
+
     def _fits_budget(self, run: RunCursor, call: ToolCall) -> bool:
         """Whether an at_most_once call can finish (at its timeout) before the advance's
         deadline: such a call is started only when it need not be abandoned half way."""
         if run.deadline is None:
             return True
-        config = self.spec.agents[run.head.agent]
-        tool = self._tools(run.head.agent).get(call.name)
+        config = self.spec.agents[run.agent]
+        tool = self._toolbox(run.head).get(call.name)
         timeout = (tool.timeout if tool else None) or config.tool_timeout
         timeout = timeout or self.spec.defaults.tool_timeout
         return self.clock.monotonic() + timeout <= run.deadline
 
     async def _run_tools(self, run: RunCursor, pending: list[ToolCall]) -> None:
-        tools = self._tools(run.head.agent)
+        tools = self._toolbox(run.head)
         index = 0
         while index < len(pending):
             call = pending[index]
@@ -89,6 +108,24 @@ class ToolPhase(Toolsets):
             if call.name == CLARIFY and call.arguments is not None:
                 self._pause_for_clarification(run, call)
                 return
+            control = self._control_of(tools, call)
+            if control is not None and control[0] == "ask":
+                asks = [(call, control[1])]  # consecutive asks: children that run together
+                while index + len(asks) < len(pending):
+                    following = self._control_of(tools, pending[index + len(asks)])
+                    if following is None or following[0] != "ask":
+                        break
+                    asks.append((pending[index + len(asks)], following[1]))
+                await self._ask(run, asks)
+                if run.head.status != "running":
+                    return
+                index += len(asks)
+                continue
+            if control is not None:
+                if self._hand_over(run, call, control[0], control[1], pending[index + 1 :]):
+                    return
+                index += 1
+                continue
             if self._batchable(run, call):
                 batch = [call]
                 while index + len(batch) < len(pending) and self._batchable(
@@ -149,12 +186,12 @@ class ToolPhase(Toolsets):
     def _pause_for_approval(self, run: RunCursor, remaining: list[ToolCall]) -> None:
         """Pause with every undecided gated call of this step pending together."""
         now = self.clock.now()
-        tools = self._tools(run.head.agent)
+        tools = self._toolbox(run.head)
         pending: list[PendingApproval] = []
         for call in remaining:
             if call.id in run.head.decisions or not self._gated(run, call):
                 continue
-            rule = rule_for(self.spec, run.head.agent, tools.get(call.name))
+            rule = rule_for(self.spec, run.agent, tools.get(call.name))
             assert rule is not None
             timeout = timeout_for(self.spec, rule)
             pending.append(
@@ -191,8 +228,8 @@ class ToolPhase(Toolsets):
         return [m for m in (*run.history, *run.messages) if isinstance(m, ToolResultMessage)]
 
     async def _execute(self, run: RunCursor, call: ToolCall) -> ToolResultMessage:
-        config = self.spec.agents[run.head.agent]
-        tools = self._tools(run.head.agent)
+        config = self.spec.agents[run.agent]
+        tools = self._toolbox(run.head)
         cap = config.tool_result_max_chars or self.spec.defaults.tool_result_max_chars
         tool = tools.get(call.name)
         if tool is not None and tool.reuse_cached and call.arguments is not None:
@@ -209,6 +246,7 @@ class ToolPhase(Toolsets):
             call.id,
             blobs=self.store.blobs,
             session_outputs=lambda: self._session_outputs(run),
+            team=self._team_view(run),
         )
         result = await execute(
             tools,
@@ -250,7 +288,7 @@ class ToolPhase(Toolsets):
         if last:
             events.append(("step_completed", {"turn": result.turn}))
         if result.tool_ref is None:  # the identity the result is cached and matched under
-            tool = self._tools(run.head.agent).get(result.tool_name)
+            tool = self._toolbox(run.head).get(result.tool_name)
             result.tool_ref = tool.reference if tool is not None else None
         update: dict[str, Any] = {}
         if result.tool_call_id in run.head.started_calls:
@@ -267,7 +305,7 @@ class ToolPhase(Toolsets):
 
     def _pause_for_clarification(self, run: RunCursor, call: ToolCall) -> None:
         args = call.arguments or {}
-        config = self.spec.agents[run.head.agent]
+        config = self.spec.agents[run.agent]
         timeout = config.input_timeout or self.spec.defaults.input_timeout
         clarification = Clarification(
             question=str(args.get("question", "")),

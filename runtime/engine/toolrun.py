@@ -120,6 +120,12 @@ def shape_output(
     Outputs of MCP, HTTP and Lambda tools are always kept whole in the session's cache;
     any other output is kept there when it is too long for the context. Over the cap, the
     model gets a preview and the cache id to page through it with session_cache_get.
+
+    The cache holds the very text the model reads a preview of, so the offsets of the
+    truncation notice continue exactly where the preview ended (a tool's structured form,
+    e.g. an MCP result's JSON, is twice as long, escaped, and would drift). When that
+    structured form is too large to keep in the message itself it goes to a sibling
+    object, `{key}.json`, so nothing the tool returned is lost.
     """
     images: list[ImagePart] = []
     if isinstance(output, RichOutput):
@@ -127,19 +133,22 @@ def shape_output(
         images = [ImagePart(mime_type=i.mime_type, data=i.data) for i in output.images]
     else:
         text, full, failed = render_output(output), output, False
-    body = text if full is None or isinstance(full, str) else render_output(full)
+    whole = text if full is None or isinstance(full, str) else render_output(full)
     size = len(text)
+    small = len(whole.encode()) <= INLINE_OUTPUT_BYTES
     full_ref: str | None = None
     if tool.cache_outputs or size > cap:
         full_ref = cache_key(ctx)
-        blobs.put(full_ref, body.encode(), "text/plain; charset=utf-8")
+        blobs.put(full_ref, text.encode(), "text/plain; charset=utf-8")
+        if whole != text and not small:
+            blobs.put(f"{full_ref}.json", whole.encode(), "application/json")
     content = text
     if size > cap:
         content = (
             text[:cap] + f"\n[output truncated: {cap} of {size} characters shown. The full "
-            f"output is cached as id {call.id!r}: read more with session_cache_get]"
+            f"output is cached as id {call.id!r}: read on with session_cache_get (offset "
+            f"{cap})]"
         )
-    small = len(body.encode()) <= INLINE_OUTPUT_BYTES
     inline = (full if full is not None else text) if small else content[:2000]
     return ToolResultMessage(
         tool_call_id=call.id,
@@ -152,7 +161,7 @@ def shape_output(
         duration_ms=duration_ms,
         turn=turn,
         full_output_ref=full_ref,
-        full_size=len(body) if full_ref else None,
+        full_size=size if full_ref else None,
         images=images,
     )
 

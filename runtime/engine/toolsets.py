@@ -14,14 +14,17 @@ from runtime.engine.commits import Persistence, RunCursor
 from runtime.events import EventType
 from runtime.models.base import ToolSpec
 from runtime.spec import AgentfnSpec
+from runtime.store.base import RunHead
 from runtime.tools.base import Tool
+from runtime.tools.builtins import ToolListing
+from runtime.tools.team import team_tools
 from runtime.tools.toolset import build_toolset, merge_tools
 
 
 class Toolsets(Persistence):
     spec: AgentfnSpec
-    _toolsets: dict[str, dict[str, Tool]]
-    _specs: dict[str, list[ToolSpec]]
+    _toolsets: dict[tuple[str, bool], dict[str, Tool]]
+    _specs: dict[tuple[str, bool], list[ToolSpec]]
     _mcp: dict[str, dict[str, Tool]]
     _rules: dict[tuple[str, str], bool]
     _secrets: Any
@@ -33,24 +36,45 @@ class Toolsets(Persistence):
 
         A server that cannot be reached does not fail the run: the run goes on without its
         tools, and the failure is recorded once as an event and a warning in the result.
+        MCP tools fill only what the agent's own tools leave of a model request's 128 (in
+        whichever role it plays); what is left out, and names that had to be changed to
+        stay unique, are warnings too.
         """
-        agent = run.head.agent
+        agent = run.agent
+        if agent in run.discovered:
+            return
+        run.discovered.add(agent)
         refs = [r for r in self.spec.agents[agent].tools if r.startswith("mcp:")]
         if not refs:
             return
-        from runtime.tools.mcp import McpToolset
+        from runtime.tools.mcp import MAX_TOOLS, McpToolset
 
         toolset = McpToolset(self.spec.mcp_servers, refs, self.secrets(), self.clock.now)
         await connections.enter_async_context(toolset)
-        tools, failures = await toolset.discover()
+        self._use_mcp_tools(agent, {})
+        own = [self._tools(agent, supervised) for supervised in (False, True)]
+        room = MAX_TOOLS - max(len(tools) for tools in own)  # declared tools always stay
+        reserved = {name for tools in own for name in tools}
+        tools, failures = await toolset.discover(limit=room, reserved=reserved)
         self._use_mcp_tools(agent, dict(tools))
-        new = [f for f in failures if f"mcp:{f.server}: " not in " ".join(run.head.warnings)]
-        if new:
-            warnings = [*run.head.warnings, *(f"mcp:{f.server}: {f.error}" for f in new)]
+        self._mcp_missing()[agent] = list(failures)
+        # Each distinct warning is recorded once per run, however many advances meet it.
+        new = [f for f in failures if f"mcp:{f.server}: {f.error}" not in run.head.warnings]
+        notes = [f for f in toolset.notes if f"mcp:{f.server}: {f.error}" not in run.head.warnings]
+        if new or notes:
+            added = [f"mcp:{f.server}: {f.error}" for f in [*new, *notes]]
             events: list[tuple[EventType, dict[str, Any]]] = [
                 ("tools_unavailable", {"server": f.server, "error": f.error}) for f in new
             ]
-            run.head = self._commit(run.head, [], events, update={"warnings": warnings})
+            update = {"warnings": [*run.head.warnings, *added]}
+            run.head = self._commit(run.head, [], events, update=update)
+
+    def _mcp_missing(self) -> dict[str, list[Any]]:
+        """Agent → the MCP servers (or tools) it selected that this advance could not offer
+        (McpFailure), for `list_tools_available`. Made on first use: the engine's
+        constructor need not know about it."""
+        missing: dict[str, list[Any]] = vars(self).setdefault("_mcp_unavailable", {})
+        return missing
 
     def secrets(self) -> Any:
         if self._secrets is None:
@@ -69,30 +93,43 @@ class Toolsets(Persistence):
                 self._lambda = boto3.client("lambda")
         return self._lambda
 
-    def _tools(self, agent: str) -> dict[str, Tool]:
-        """The agent's tools: built once per engine, plus this advance's MCP tools."""
-        tools = self._toolsets.get(agent)
+    def _tools(self, agent: str, supervised: bool = False) -> dict[str, Tool]:
+        """The agent's tools: built once per engine, plus this advance's MCP tools, plus its
+        team tools (`supervised`: it works under a supervisor, so it may request_help)."""
+        key = (agent, supervised)
+        tools = self._toolsets.get(key)
         if tools is None:
             base = build_toolset(
                 self.spec,
                 agent,
                 secrets=lambda text: self.secrets()(text),
                 lambda_client=self._lambda_for_tools,
-                listing=lambda: self._tools(agent),
+                listing=lambda: ToolListing(
+                    self._tools(agent, supervised), self._mcp_missing().get(agent, [])
+                ),
             )
-            tools = self._toolsets[agent] = merge_tools(base, self._mcp.get(agent, {}))
+            base.update(team_tools(self.spec, agent, supervised=supervised))
+            tools = self._toolsets[key] = merge_tools(base, self._mcp.get(agent, {}))
         return tools
+
+    def _toolbox(self, head: RunHead) -> dict[str, Tool]:
+        """The tools of the run's active agent, in its role in this run."""
+        supervised = head.supervisor is not None or head.parent_run_id is not None
+        return self._tools(head.active_agent, supervised)
 
     def _use_mcp_tools(self, agent: str, mcp_tools: dict[str, Tool]) -> None:
         self._mcp[agent] = mcp_tools
-        self._toolsets.pop(agent, None)
-        self._specs.pop(agent, None)
+        for key in [k for k in self._toolsets if k[0] == agent]:
+            self._toolsets.pop(key)
+            self._specs.pop(key, None)
         self._rules.clear()
 
-    def _tool_specs(self, agent: str) -> list[ToolSpec]:
-        specs = self._specs.get(agent)
+    def _tool_specs(self, head: RunHead) -> list[ToolSpec]:
+        supervised = head.supervisor is not None or head.parent_run_id is not None
+        key = (head.active_agent, supervised)
+        specs = self._specs.get(key)
         if specs is None:
-            tools = self._tools(agent).values()
+            tools = self._toolbox(head).values()
             specs = [ToolSpec(t.name, t.description, t.input_schema) for t in tools]
-            self._specs[agent] = specs
+            self._specs[key] = specs
         return specs

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import string
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import BeforeValidator, Field, WithJsonSchema, field_validator, model_validator
 
 from runtime.spec.models import SpecModel
 from runtime.spec.types import Duration, Name
@@ -61,6 +61,72 @@ class ApprovalRule(SpecModel):
         return value
 
 
+class SubAgent(SpecModel):
+    """A sub-agent and how this agent reaches it: `handoff` (the default) transfers the
+    conversation to it (`transfer_to_<name>`); `tool` asks it for an answer in a child run of
+    its own (`ask_<name>(task)`)."""
+
+    agent: Name
+    as_: Literal["handoff", "tool"] = Field("handoff", alias="as")
+
+
+def _sub_agent(value: Any) -> Any:
+    return {"agent": value} if isinstance(value, str) else value
+
+
+_SUB_AGENT_SCHEMA = {
+    "anyOf": [
+        {"type": "string", "description": "An agent this one may hand the conversation to."},
+        {
+            "type": "object",
+            "properties": {
+                "agent": {"type": "string"},
+                "as": {
+                    "enum": ["handoff", "tool"],
+                    "description": "handoff: transfer_to_<name>; tool: ask_<name>(task), a "
+                    "child run whose answer is the tool result.",
+                },
+            },
+            "required": ["agent"],
+            "additionalProperties": False,
+        },
+    ]
+}
+
+#: `billing` or `{agent: billing, as: tool}`.
+SubAgentRef = Annotated[SubAgent, BeforeValidator(_sub_agent), WithJsonSchema(_SUB_AGENT_SCHEMA)]
+
+
+class IntentTool(SpecModel):
+    name: str = Field(min_length=1, description="One of the agent's tools (its spec name).")
+    arguments: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Values may use {group} from the intent's pattern.",
+    )
+
+
+class Intent(SpecModel):
+    """A request answered without asking the model: when the caller's input is one of
+    `phrases` (case and punctuation ignored) or matches `pattern` (whole input), the run
+    answers `answer`, returns `tool`'s output, or goes to `agent`."""
+
+    phrases: list[str] = Field(default_factory=list)
+    pattern: str | None = Field(None, description="A regular expression for the whole input.")
+    answer: str | None = None
+    tool: IntentTool | None = None
+    agent: Name | None = Field(None, description="A sub-agent of this agent's team.")
+    description: str | None = Field(None, description="Shown by list_intents_available.")
+
+    @model_validator(mode="after")
+    def _one_target(self) -> Intent:
+        if not self.phrases and self.pattern is None:
+            raise ValueError("an intent needs `phrases` or `pattern`")
+        targets = [t for t in (self.answer, self.tool, self.agent) if t is not None]
+        if len(targets) != 1:
+            raise ValueError("an intent needs exactly one of `answer`, `tool` or `agent`")
+        return self
+
+
 class SessionSettings(SpecModel):
     """How a run sees earlier runs of the same session."""
 
@@ -83,7 +149,14 @@ class AgentConfig(SpecModel):
         default_factory=list,
         description="Tool names, `mcp:server`, `mcp:server/tool`, `builtin:name`.",
     )
-    sub_agents: list[Name] = Field(default_factory=list)
+    sub_agents: list[SubAgentRef] = Field(
+        default_factory=list,
+        description="Agents this one may hand the conversation to, or ask as a tool.",
+    )
+    intents: list[Intent] = Field(
+        default_factory=list,
+        description="Requests answered before the model is called (no model call).",
+    )
     max_turns: int | None = Field(None, ge=1, le=1000)
     tool_timeout: Duration | None = None
     tool_result_max_chars: int | None = Field(None, ge=100)
@@ -136,3 +209,7 @@ class AgentConfig(SpecModel):
                 "(write {{ and }} for literal braces)"
             )
         return value
+
+    def team_links(self) -> dict[str, str]:
+        """Sub-agent name → how it is reached (`handoff` or `tool`)."""
+        return {sub.agent: sub.as_ for sub in self.sub_agents}

@@ -17,7 +17,7 @@ def agent_closure(spec: AgentfnSpec, agent: str) -> list[str]:
         name = stack.pop(0)
         if name not in seen:
             seen.append(name)
-            stack.extend(spec.agents[name].sub_agents)
+            stack.extend(sub.agent for sub in spec.agents[name].sub_agents)
     return seen
 
 
@@ -31,3 +31,17 @@ def model_closure(spec: AgentfnSpec, agents: list[str]) -> list[str]:
             seen.append(name)
             stack.extend(spec.models[name].fallbacks)
     return seen
+
+
+def handoff_paths(spec: AgentfnSpec, agent: str) -> dict[str, list[str]]:
+    """Every agent a conversation with `agent` can be handed to, with the shortest chain of
+    handoffs that reaches it (the agent itself included)."""
+    paths = {agent: [agent]}
+    queue = [agent]
+    while queue:
+        current = queue.pop(0)
+        for sub in spec.agents[current].sub_agents:
+            if sub.as_ == "handoff" and sub.agent not in paths:
+                paths[sub.agent] = [*paths[current], sub.agent]
+                queue.append(sub.agent)
+    return paths

@@ -31,6 +31,9 @@ class LambdaDefaults(SpecModel):
 class Defaults(SpecModel):
     model: Name | None = None
     max_turns: int = Field(25, ge=1, le=1000)
+    max_depth: int = Field(
+        3, ge=1, le=10, description="How many delegations deep a team may go (handoffs, asks)."
+    )
     tool_timeout: Duration = 30.0
     tool_result_max_chars: int = Field(50_000, ge=100)
     approval_timeout: Duration = Field(86_400.0, le=31_536_000)

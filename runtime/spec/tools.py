@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, HttpUrl, field_validator
+from pydantic import Field, HttpUrl, field_validator, model_validator
 
 from runtime.spec.models import SpecModel
-from runtime.spec.types import Duration
+from runtime.spec.types import Duration, SecretRef
 
 Effect = Literal["read_only", "idempotent", "at_most_once"]
 
@@ -41,6 +41,10 @@ class _ToolBase(SpecModel):
             "read_only tools: answer a call identical to an earlier successful one of the "
             "same session from the tool-output cache instead of calling again."
         ),
+    )
+    return_direct: bool = Field(
+        False,
+        description="Its output is the run's final answer, without another model call.",
     )
 
 
@@ -100,9 +104,19 @@ class LambdaTool(_ToolBase):
 ToolConfig = Annotated[HttpTool | PythonTool | LambdaTool, Field(discriminator="type")]
 
 
+#: Connect and list timeout of an MCP server that sets no `timeout`.
+MCP_CONNECT_TIMEOUT = 30.0
+
+
 class _McpBase(SpecModel):
     enabled: bool = True
-    timeout: Duration = Field(30.0, description="Per-call timeout (connect, list, call).")
+    timeout: Duration | None = Field(
+        None,
+        description=(
+            "Connect, list and call timeout. Unset: 30s to connect and list, and each call is "
+            "bounded by the agent's tool_timeout."
+        ),
+    )
     cache_ttl: Duration = Field(300.0, description="How long a warm container reuses tools/list.")
     effect: Effect = Field(
         "at_most_once", description="Effect of tools without a readOnlyHint annotation."
@@ -110,6 +124,11 @@ class _McpBase(SpecModel):
     cache_reuse: bool = Field(
         False, description="Answer identical calls of read-only tools from the session cache."
     )
+
+    @property
+    def connect_timeout(self) -> float:
+        """How long connecting and listing the tools may take."""
+        return self.timeout or MCP_CONNECT_TIMEOUT
 
 
 class StdioMcpServer(_McpBase):
@@ -120,12 +139,44 @@ class StdioMcpServer(_McpBase):
     cwd: str | None = None
 
 
+_LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
+
+
+class McpOAuth(SpecModel):
+    """OAuth 2 client credentials (machine to machine): a bearer token from `token_url`, kept
+    per warm container until it expires or the server answers 401. Interactive (browser)
+    flows have no place in a serverless agent and are not supported."""
+
+    token_url: HttpUrl = Field(description="The token endpoint (https; http only on loopback).")
+    client_id: str = Field(min_length=1)
+    client_secret: SecretRef
+    scopes: list[str] = Field(default_factory=list)
+    auth_method: Literal["client_secret_basic", "client_secret_post"] = "client_secret_basic"
+    resource: str | None = Field(
+        None, description="RFC 8707 resource sent with the token request; default: the url."
+    )
+
+    @field_validator("token_url")
+    @classmethod
+    def _private_channel(cls, url: HttpUrl) -> HttpUrl:
+        if url.scheme != "https" and url.host not in _LOOPBACK_HOSTS:
+            raise ValueError("token_url must use https (http is accepted only on loopback)")
+        return url
+
+
 class HttpMcpServer(_McpBase):
     """Streamable HTTP transport."""
 
     transport: Literal["http"]
     url: HttpUrl
     headers: dict[str, str] = Field(default_factory=dict)
+    oauth: McpOAuth | None = Field(None, description="OAuth 2 client credentials.")
+
+    @model_validator(mode="after")
+    def _one_authorization(self) -> HttpMcpServer:
+        if self.oauth is not None and any(h.lower() == "authorization" for h in self.headers):
+            raise ValueError("set either oauth or an Authorization header, not both")
+        return self
 
 
 McpServerConfig = Annotated[StdioMcpServer | HttpMcpServer, Field(discriminator="transport")]

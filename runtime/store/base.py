@@ -18,10 +18,16 @@ from runtime.events import Event
 from runtime.messages import Message, Usage
 
 Status = Literal[
-    "running", "awaiting_approval", "awaiting_input", "succeeded", "failed", "cancelled"
+    "running",
+    "awaiting_approval",
+    "awaiting_input",
+    "awaiting_children",
+    "succeeded",
+    "failed",
+    "cancelled",
 ]
 TERMINAL: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
-PAUSED: frozenset[str] = frozenset({"awaiting_approval", "awaiting_input"})
+PAUSED: frozenset[str] = frozenset({"awaiting_approval", "awaiting_input", "awaiting_children"})
 
 
 class Clarification(BaseModel):
@@ -40,6 +46,24 @@ class PendingApproval(BaseModel):
     expires_at: float
     decisions: list[str]
     timeout_seconds: int = 0  # the rule's timeout: picks the state machine's wait state
+
+
+class ChildRun(BaseModel):
+    """A sub-agent asked as a tool: its own run, answering one tool call of this run."""
+
+    model_config = ConfigDict(extra="forbid")
+    tool_call_id: str
+    run_id: str
+    agent: str
+
+
+class HelpRequest(BaseModel):
+    """A sub-agent handed the conversation back with `request_help`; shown to the supervisor
+    until it answers."""
+
+    model_config = ConfigDict(extra="forbid")
+    agent: str
+    reason: str
 
 
 class ApprovalDecision(BaseModel):
@@ -101,7 +125,32 @@ class RunHead(BaseModel):
     result: Any = None  # the final result when small; else in the blob store at result_ref
     result_ref: str | None = None
     parent_run_id: str | None = None
+    parent_call_id: str | None = None  # the parent's ask_<agent> call this run answers
     warnings: list[str] = Field(default_factory=list)  # e.g. an MCP server was unreachable
+    # ---- teams (multi-agent) ----
+    #: Handoffs in force: the entry agent, then each agent the conversation was transferred
+    #: to. The last one is active; the one before it is its supervisor. Empty: `agent` alone.
+    chain: list[str] = Field(default_factory=list)
+    depth: int = 0  # delegations above this run (0 for a run the caller started)
+    ancestors: list[str] = Field(default_factory=list)  # agents up the tree of asking runs
+    children: list[ChildRun] = Field(default_factory=list)  # asked in the current step
+    help_request: HelpRequest | None = None
+    agent_path: list[str] = Field(default_factory=list)  # who handled the run, in order
+    usage_by_agent: dict[str, Usage] = Field(default_factory=dict)
+    turn_budget: int | None = None  # a child's share of its parent's max_turns
+
+    @property
+    def active_agent(self) -> str:
+        return self.chain[-1] if self.chain else self.agent
+
+    @property
+    def supervisor(self) -> str | None:
+        return self.chain[-2] if len(self.chain) >= 2 else None
+
+    @property
+    def delegation_depth(self) -> int:
+        """Delegations from the caller to the active agent (handoffs and asks)."""
+        return self.depth + max(0, len(self.chain) - 1)
 
 
 @dataclass
@@ -154,6 +203,11 @@ class RunStore(Protocol):
 
     def list_events(self, run_id: str, after: int = -1, limit: int = 100) -> list[Event]:
         """At most `limit` events after number `after` (reads no more than it returns)."""
+        ...
+
+    def session_chain(self, agent: str, session_id: str) -> list[str]:
+        """Who had the session's conversation when its last run ended (its handoff chain;
+        empty: the agent itself, or a new session)."""
         ...
 
     def due_runs(self, now: float, limit: int = 500) -> list[str]:

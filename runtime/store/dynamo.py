@@ -155,6 +155,13 @@ class DynamoStore:
                 break
         return events
 
+    def session_chain(self, agent: str, session_id: str) -> list[str]:
+        pk, sk = it.session_state_key(agent, session_id)
+        answer = self._ddb.get_item(
+            TableName=self._table, Key={"pk": {"S": pk}, "sk": {"S": sk}}, ConsistentRead=True
+        )
+        return it.decode_session_chain(_from_ddb(answer["Item"]) if "Item" in answer else None)
+
     def due_runs(self, now: float, limit: int = 500) -> list[str]:
         found: list[str] = []
         for shard in range(it.SWEEP_SHARDS):

@@ -59,6 +59,10 @@ def marker_key(head: RunHead) -> tuple[str, str]:
     return session_pk(head.agent, head.session_id), f"R#{head.run_key}"
 
 
+def session_state_key(agent: str, session_id: str) -> tuple[str, str]:
+    return session_pk(agent, session_id), "STATE"
+
+
 def message_key(head: RunHead, seq: int) -> tuple[str, str]:
     pk, marker = marker_key(head)
     return pk, f"{marker}#M#{seq:06d}"
@@ -158,7 +162,19 @@ def commit_items(commit: Commit, blobs: BlobStore) -> tuple[Item, list[Item], li
     upserts: list[Item] = []
     if commit.expected_version is None or head.status in TERMINAL:
         upserts.append(marker_item(head))
+    if head.status in TERMINAL and head.parent_run_id is None:
+        # Who has the session's conversation now: the next run starts with them.
+        pk, sk = session_state_key(head.agent, head.session_id)
+        doc = json.dumps({"chain": head.chain, "run_id": head.run_id})
+        upserts.append({"pk": pk, "sk": sk, "expires_at": head.expires_at, "doc": doc})
     return head_item(head), new, upserts
+
+
+def decode_session_chain(item: Item | None) -> list[str]:
+    if item is None:
+        return []
+    chain: list[str] = json.loads(item["doc"]).get("chain") or []
+    return chain
 
 
 def session_history(newest_first: Iterable[Item], limit: int, blobs: BlobStore) -> list[Message]:

@@ -98,6 +98,9 @@ class MemoryStore:
         found = [i for i in self._query(pk, "EV#") if i["sk"] >= start][:limit]
         return [it.decode_event(i, self.blobs) for i in found]
 
+    def session_chain(self, agent: str, session_id: str) -> list[str]:
+        return it.decode_session_chain(self.items.get(it.session_state_key(agent, session_id)))
+
     def due_runs(self, now: float, limit: int = 500) -> list[str]:
         due = it.sweep_at(now)
         with self._lock:

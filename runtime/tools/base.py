@@ -55,6 +55,7 @@ class ToolContext:
     call_id: str
     blobs: Any = None  # runtime.store.base.BlobStore
     session_outputs: Callable[[], list[Any]] | None = None  # cached ToolResultMessages
+    team: Any = None  # runtime.tools.team.TeamView, for the team tools
 
     @property
     def idempotency_key(self) -> str:

@@ -1,5 +1,5 @@
-"""The embedded stack for the durability and sweeper tests: the API and the agent functions
-as separate engines (separate lease owners), as deployed."""
+"""The embedded stack for the durability and sweeper tests (the API and each agent function
+are separate engines, as deployed)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from infra.embedded_stack import EmbeddedStack
 from infra.local import embedded_aws
-from tests.e2e.test_durability import DEMO, _separate_step_service
+from tests.e2e.test_durability import DEMO
 from tests.helpers import ROOT
 
 
@@ -17,5 +17,4 @@ from tests.helpers import ROOT
 def durable_stack() -> Iterator[EmbeddedStack]:
     with embedded_aws() as clients:
         built = EmbeddedStack(DEMO, clients, template_path=ROOT / "template.yaml")
-        _separate_step_service(built)
         yield built

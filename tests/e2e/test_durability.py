@@ -11,32 +11,15 @@ from typing import Any
 
 import pytest
 
-import handlers.step
 from infra.embedded_stack import EmbeddedStack
 from infra.local import embedded_aws
 from infra.validate import validate_file
-from runtime.engine.loop import Engine
 from runtime.errors import InvalidRequest
 from runtime.service import RunService
 from runtime.spec import AgentfnSpec
 from tests.helpers import DEMO_SPEC, wait_for
 
 DEMO: AgentfnSpec = validate_file(DEMO_SPEC).spec  # type: ignore[assignment]
-
-
-def _separate_step_service(durable_stack: EmbeddedStack) -> RunService:
-    """The agent functions' own engine, as deployed (built here so the test does not depend
-    on how the embedded durable_stack wires it)."""
-    api = durable_stack.service
-    step = RunService(
-        Engine(durable_stack.spec, durable_stack.clients.store()),
-        api.stack,
-        sfn=api.sfn,
-        lambda_client=api.lambda_client,
-        events=api.events,
-    )
-    handlers.step.configure(step)
-    return step
 
 
 def _status(durable_stack: EmbeddedStack, run_id: str) -> str:
@@ -136,7 +119,7 @@ def test_a_start_whose_inline_advance_fails_answers_with_the_run_and_gives_it_an
     durable_stack: EmbeddedStack,
 ) -> None:
     durable_stack.service.lambda_client = ThrottledLambda(durable_stack.service.lambda_client)
-    code, body = durable_stack.service.start("support", "ORD-1001 arrived broken", wait_seconds=10)
+    code, body = durable_stack.service.start("orders", "ORD-1001 arrived broken", wait_seconds=10)
     assert code == 202 and body["run_id"]  # not a 500 without a run id
     run_id = body["run_id"]
     assert durable_stack.execution(run_id)["status"] in {"RUNNING", "SUCCEEDED"}
@@ -224,12 +207,12 @@ def test_a_long_run_continues_in_a_fresh_execution(monkeypatch: pytest.MonkeyPat
 
 
 def test_an_agent_function_refuses_another_agents_run(durable_stack: EmbeddedStack) -> None:
-    _code, body = durable_stack.service.start("support", "ORD-1001", wait_seconds=0)
+    _code, body = durable_stack.service.start("orders", "ORD-1001 broke", wait_seconds=0)
     run_id = body["run_id"]
     wait_for(lambda: _status(durable_stack, run_id) == "succeeded", what="the run")
     before = durable_stack.service.engine.store.load_head(run_id)
-    billing = RunService(durable_stack.service.engine, durable_stack.service.stack, agent="billing")
+    triage = RunService(durable_stack.service.engine, durable_stack.service.stack, agent="triage")
     for action in ("advance", "fail", "continue"):
         with pytest.raises(InvalidRequest):
-            billing.step({"action": action, "run_id": run_id}, 900)
+            triage.step({"action": action, "run_id": run_id}, 900)
     assert durable_stack.service.engine.store.load_head(run_id).version == before.version

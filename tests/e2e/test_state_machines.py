@@ -37,7 +37,7 @@ class RecordingEvents:
 def stack() -> Iterator[EmbeddedStack]:
     with embedded_aws() as clients:
         built = EmbeddedStack(DEMO, clients, template_path=ROOT / "template.yaml")
-        built.service.events = built.step_service.events = RecordingEvents()
+        built.set_events(RecordingEvents())
         yield built
 
 
@@ -103,7 +103,9 @@ def test_a_second_decision_is_refused_and_nothing_runs_twice(stack: EmbeddedStac
     with pytest.raises(WrongState):
         stack.service.approve(run_id, False)
     result = _finished(stack, run_id)["result"]
-    assert [c["tool_name"] for c in result["tool_calls"]] == ["issue_refund"]
+    # issue_refund ran once; billing's request_help, with no supervisor, is refused.
+    assert [c["tool_name"] for c in result["tool_calls"]] == ["issue_refund", "request_help"]
+    assert [c["success"] for c in result["tool_calls"]] == [True, False]
 
 
 def test_clarification_reply_resumes_the_execution(stack: EmbeddedStack) -> None:
@@ -127,7 +129,7 @@ def test_cancel_stops_the_execution_and_marks_the_run(stack: EmbeddedStack) -> N
 
 def test_twenty_concurrent_runs_all_complete(stack: EmbeddedStack) -> None:
     started = [
-        stack.service.start("support", f"damaged order {i}", wait_seconds=0) for i in range(20)
+        stack.service.start("orders", f"damaged order {i}", wait_seconds=0) for i in range(20)
     ]
     assert {code for code, _ in started} == {202}
     ids = [body["run_id"] for _, body in started]
@@ -138,7 +140,7 @@ def test_twenty_concurrent_runs_all_complete(stack: EmbeddedStack) -> None:
         what="20 runs",
     )
     for run_id in ids:
-        assert stack.service.get(run_id)["result"]["resolution"] == "refund_offered"
+        assert stack.service.get(run_id)["result"]["status"] == "delivered"
 
 
 def _short_waits() -> AgentfnSpec:
@@ -191,22 +193,22 @@ def test_a_step_that_crashes_mid_step_is_retried_and_nothing_is_duplicated() -> 
             template_path=ROOT / "template.yaml",
             engine_options={"lease_seconds": 1.0},
         )
-        engine = stack.step_service.engine  # the crash happens in the agent's function
+        engine = stack.step_services["orders"].engine  # the crash is in the agent's function
         crashing = CrashOnce(engine.store, at=4)  # after the first tool result is committed
         engine.store = crashing  # type: ignore[assignment]
         _code, body = stack.service.start(
-            "support", "My order ORD-1001 arrived damaged", wait_seconds=0
+            "orders", "My order ORD-1001 arrived damaged", wait_seconds=0
         )
         run_id = body["run_id"]
         done = _finished(stack, run_id)
         assert crashing.crashed
         assert done["execution"]["status"] == "SUCCEEDED"
         result = done["result"]
-        assert [c["tool_name"] for c in result["tool_calls"]] == ["lookup_order", "get_time_date"]
+        assert [c["tool_name"] for c in result["tool_calls"]] == ["lookup_order"]
         head = engine.store.load_head(run_id)
         events = engine.store.list_events(run_id, limit=1000)
         assert [e.seq for e in events] == list(range(head.event_seq))
-        assert len(engine.store.load_messages(head)) == head.msg_seq == 6
+        assert len(engine.store.load_messages(head)) == head.msg_seq == 4
         assert (
-            sum(1 for e in events if e.type == "model_response") == 3
+            sum(1 for e in events if e.type == "model_response") == 2
         )  # no answer requested twice

@@ -51,7 +51,7 @@ class NoStarts:
 def test_the_sweeper_starts_a_run_that_never_got_an_execution(durable_stack: EmbeddedStack) -> None:
     real = durable_stack.service.sfn
     durable_stack.service.sfn = NoStarts(real)
-    code, body = durable_stack.service.start("support", "ORD-1001 arrived broken", wait_seconds=0)
+    code, body = durable_stack.service.start("orders", "ORD-1001 arrived broken", wait_seconds=0)
     assert code == 202
     run_id = body["run_id"]
     durable_stack.service.sfn = real
@@ -71,7 +71,7 @@ def test_the_sweeper_gives_up_on_a_run_that_keeps_losing_its_execution(
     durable_stack: EmbeddedStack,
 ) -> None:
     durable_stack.service.sfn = NoStarts(durable_stack.service.sfn)
-    _code, body = durable_stack.service.start("support", "ORD-1001 arrived broken", wait_seconds=0)
+    _code, body = durable_stack.service.start("orders", "ORD-1001 arrived broken", wait_seconds=0)
     run_id = body["run_id"]
     sweeper = Sweeper(durable_stack.service)
     later = time.time()

@@ -104,7 +104,7 @@ def api(demo_spec: AgentfnSpec) -> Iterator[tuple[WsgiApp, RunService]]:
 def seeded_runs(service: RunService) -> list[str]:
     """One run in each state a run-level operation cares about."""
     runs = []
-    for agent, wait in [("support", 5), ("support", 0), ("billing", 5), ("triage", 5)]:
+    for agent, wait in [("orders", 5), ("orders", 0), ("billing", 5), ("triage", 5)]:
         _, body = service.start(agent, "fuzz", wait_seconds=wait)
         runs.append(body["run_id"])
     states = {service.get(r)["status"] for r in runs}
@@ -134,7 +134,9 @@ def targets(operation: schemathesis.APIOperation, runs: list[str]) -> list[dict[
     """Path parameters that name real things, besides the random ones schemathesis makes."""
     names = {p.name for p in operation.path_parameters}
     if "agent" in names:
-        return [{"agent": agent} for agent in ("support", "triage", "billing")]  # no Bedrock
+        return [
+            {"agent": agent} for agent in ("orders", "support", "triage", "billing")
+        ]  # no Bedrock
     if "run_id" in names:
         return [{"run_id": run_id} for run_id in runs]
     return []

@@ -72,8 +72,8 @@ def test_the_callers_identity_is_recorded_with_the_decision(stack: EmbeddedStack
 
 
 def test_agent_scoped_routes_refuse_another_agents_run(stack: EmbeddedStack) -> None:
-    run_id = call("POST", "/agents/support/runs", {"input": "hi"}).body["run_id"]
-    assert call("GET", f"/agents/support/runs/{run_id}").status == 200
+    run_id = call("POST", "/agents/orders/runs", {"input": "hi"}).body["run_id"]
+    assert call("GET", f"/agents/orders/runs/{run_id}").status == 200
     wrong = call("GET", f"/agents/billing/runs/{run_id}")
     assert wrong.status == 404 and wrong.body["field"] == "run_id"
     refused = call("POST", f"/agents/billing/runs/{run_id}/cancel")

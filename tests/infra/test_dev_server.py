@@ -236,3 +236,39 @@ def test_a_port_in_use_is_a_clear_usage_error() -> None:
             timeout=60,
         )
     assert result.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in result.stderr
+
+
+def test_the_demo_team_works_over_http_and_its_progress_nests_per_agent(dev: Dev) -> None:
+    """support asks researcher (a child run: another execution), hands over to billing
+    (another function), whose refund waits for a person; the approval goes to the run."""
+    started = httpx.post(
+        f"{dev.api}/agents/support/runs",
+        json={"input": "My order ORD-1001 arrived damaged.", "wait_seconds": 0},
+        timeout=20,
+    )
+    assert started.status_code == 202, started.text
+    run_id = started.json()["run_id"]
+    paused = wait_for(
+        lambda: (r := _run(dev, run_id))["status"] == "awaiting_approval" and r,
+        what="billing's approval",
+    )
+    assert paused["active_agent"] == "billing" and len(paused["child_run_ids"]) == 1
+    assert dev.agentfn("approve", run_id).returncode == 0
+    done = wait_for(lambda: (r := _run(dev, run_id))["status"] == "succeeded" and r, what="done")
+    assert done["agent_path"] == ["support", "billing", "support"]
+    assert done["result"]["resolution"] == "refund_offered"
+
+    tag = f"…{run_id[-6:]} "
+    child = f"…{done['child_run_ids'][0][-6:]} "
+    log = wait_for(
+        lambda: "✓ succeeded in 8 turns" in (text := dev.stderr.read_text()) and text,
+        what="the run's last progress line",
+    )
+    for line in (
+        f"{tag}▶ support · session",
+        f"{tag}    ↳ asking researcher",
+        f"{child}    ▶ researcher · asked by its supervisor",
+        f"{tag}  ⇢ billing takes the conversation over",
+        f"{tag}  ⇠ billing asks support for help",
+    ):
+        assert line in log, log

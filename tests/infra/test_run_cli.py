@@ -11,21 +11,46 @@ from tests.helpers import ROOT, run_agentfn
 
 
 def test_demo_agent_uses_tools_and_ends_with_a_structured_result() -> None:
-    result = run_agentfn("run", "support", "My order ORD-1001 arrived damaged.")
+    result = run_agentfn("run", "orders", "My order ORD-1001 arrived damaged.")
     assert result.returncode == 0, result.stderr
     answer = json.loads(result.stdout)
-    assert answer["order_id"] == "ORD-1001" and answer["resolution"] == "refund_offered"
+    assert answer == {"order_id": "ORD-1001", "status": "delivered", "item": "Espresso grinder"}
     progress = result.stderr
-    assert "step 1 · demo-support · 412→38 tokens" in progress
+    assert "step 1 · demo-orders · 210→18 tokens" in progress
     assert "✓ lookup_order ·" in progress and " ms" in progress
-    assert "✓ succeeded in 3 turns · 1543 in / 125 out tokens" in progress
+    assert "✓ succeeded in 2 turns · 540 in / 40 out tokens" in progress
+
+
+def test_a_team_run_shows_who_has_the_conversation_and_nests_the_asked_agent() -> None:
+    """The demo team: support asks researcher (a child run, indented), hands over to
+    billing, whose refund waits for --approve, and billing hands back to support."""
+    result = run_agentfn("run", "support", "My order ORD-1001 arrived damaged.", "--approve")
+    assert result.returncode == 0, result.stderr
+    answer = json.loads(result.stdout)
+    assert answer["resolution"] == "refund_offered" and answer["refund_amount"] == 189.0
+    lines = result.stderr.splitlines()
+    order = [
+        "▶ support · session",
+        "    ↳ asking researcher",
+        "    ▶ researcher · asked by its supervisor",
+        "        ✓ get_time_date",
+        "    ✓ ask_researcher · succeeded",
+        "  ⇢ billing takes the conversation over · Refund 189.00 EUR",
+        "  ⏸ waiting for approval: issue_refund",
+        "  ↳ approved",
+        "    ✓ issue_refund",
+        "  ⇠ billing asks support for help · Refund RF-1001 is issued",
+        "✓ succeeded in 8 turns",
+    ]
+    found = [next(i for i, line in enumerate(lines) if line.startswith(o)) for o in order]
+    assert found == sorted(found), result.stderr
 
 
 def test_json_prints_only_the_result_contract() -> None:
-    result = run_agentfn("run", "support", "damaged order", "--json")
+    result = run_agentfn("run", "orders", "damaged order", "--json")
     assert result.returncode == 0, result.stderr
     contract = json.loads(result.stdout)  # nothing but the JSON on stdout
-    assert contract["status"] == "succeeded" and contract["agent"] == "support"
+    assert contract["status"] == "succeeded" and contract["agent"] == "orders"
     for key in (
         "run_id",
         "session_id",
@@ -38,8 +63,46 @@ def test_json_prints_only_the_result_contract() -> None:
         "tokens_output",
     ):
         assert key in contract
-    assert [c["tool_name"] for c in contract["tool_calls"]] == ["lookup_order", "get_time_date"]
+    assert [c["tool_name"] for c in contract["tool_calls"]] == ["lookup_order"]
     assert result.stderr == ""
+
+
+ASKED_CHILD_NEEDS_APPROVAL = """\
+version: 1
+models:
+  lead: {provider: scripted, script: [
+    {tool_calls: [{name: ask_clock, arguments: {task: "What time is it in Tokyo?"}}]},
+    {text: "The clock says it is late in Tokyo."}]}
+  clock: {provider: scripted, script: [
+    {tool_calls: [{name: get_time_date, arguments: {timezone: Asia/Tokyo}}]},
+    {text: "Late evening."}]}
+agents:
+  lead:
+    description: Asks the clock.
+    model: lead
+    sub_agents: [{agent: clock, as: tool}]
+  clock:
+    description: Tells the time, once a person allows it.
+    model: clock
+    tools: ["builtin:get_time_date"]
+    approval: [{tools: ["builtin:get_time_date"]}]
+"""
+
+
+def test_an_asked_agents_approval_is_asked_for_by_the_cli(tmp_path: Path) -> None:
+    """The parent waits for its child; the child waits for a person: the CLI finds it."""
+    spec = tmp_path / "agents.yaml"
+    spec.write_text(ASKED_CHILD_NEEDS_APPROVAL)
+    waiting = run_agentfn("run", "lead", "time?", "-f", str(spec))
+    assert waiting.returncode == 3, waiting.stderr
+    assert "Waiting for approval of: get_time_date" in waiting.stderr
+    done = run_agentfn("run", "lead", "time?", "-f", str(spec), "--approve", "--json")
+    assert done.returncode == 0, done.stderr
+    contract = json.loads(done.stdout)
+    assert contract["result"] == "The clock says it is late in Tokyo."
+    (asked,) = contract["tool_calls"]
+    assert asked["tool_name"] == "ask_clock" and asked["output"] == "Late evening."
+    assert asked["child_run_id"] in contract["child_run_ids"]
 
 
 def test_a_question_without_a_reply_exits_3_and_says_how_to_continue() -> None:

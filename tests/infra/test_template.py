@@ -12,6 +12,7 @@ from infra.sam.template import build_template, render
 from runtime.naming import agent_resource_name
 from runtime.routes import ROUTES
 from runtime.spec import AgentfnSpec
+from runtime.spec.graph import handoff_paths
 
 
 def _statements(function: dict[str, Any]) -> list[dict[str, Any]]:
@@ -41,8 +42,9 @@ def test_each_agent_gets_a_named_function_and_a_standard_state_machine(
         assert machine["Properties"]["Type"] == "STANDARD"
         assert machine["Properties"]["Name"] == function["Properties"]["FunctionName"]
         (invoke,) = machine["Properties"]["Policies"][0]["Statement"]
-        assert invoke["Action"] == "lambda:InvokeFunction"
-        assert invoke["Resource"] == {"Fn::GetAtt": [agent_function_id(agent), "Arn"]}
+        assert invoke["Action"] == "lambda:InvokeFunction"  # its handoff team's functions
+        team = handoff_paths(full_spec, agent)
+        assert invoke["Resource"] == [{"Fn::GetAtt": [agent_function_id(a), "Arn"]} for a in team]
     agent_functions = [
         k
         for k, v in resources.items()
@@ -92,16 +94,22 @@ def test_state_machine_has_the_loop_shape_with_retries_catches_and_timeouts(
         "Cancelled",
     ):
         assert name in states, name
-    assert states["Init"]["Parameters"] == {"run_id.$": "$.run_id", "loops": 0}
+    assert states["Init"]["Parameters"] == {
+        "run_id.$": "$.run_id",
+        "loops": 0,
+        "function": "${AgentFunctionArn}",  # then the function of whoever has the run
+    }
     assert states["Route"]["Type"] == "Choice"
     assert states["Succeeded"]["Type"] == "Succeed" and states["Failed"]["Type"] == "Fail"
     advance = states["Advance"]
     assert advance["Resource"] == "arn:aws:states:::lambda:invoke"
+    assert advance["Parameters"]["FunctionName.$"] == "$.function"
     assert advance["Parameters"]["Payload"] == {
         "action": "advance",
         "run_id.$": "$.run_id",
         "loops.$": "$.loops",
-    }  # ids and a counter only
+        "function.$": "$.function",
+    }  # ids, a counter and a function name only
     retried = {e for r in advance["Retry"] for e in r["ErrorEquals"]}
     assert {
         "Lambda.ServiceException",
@@ -126,6 +134,7 @@ def test_state_machine_has_the_loop_shape_with_retries_catches_and_timeouts(
         "Advance",
         "WaitForApproval",
         "WaitForInput",
+        "WaitForChildren",
         "Succeeded",
         "Failed",
         "Cancelled",
@@ -145,7 +154,8 @@ def test_agent_iam_is_scoped_to_what_the_agent_references(full_spec: AgentfnSpec
     resources = build_template(full_spec)["Resources"]
     support = resources[agent_function_id("support")]
     rendered = json.dumps(_statements(support))
-    # support → claude (fallbacks haiku, gpt); sub-agents billing (gpt) → ledger (anthropic).
+    # support → claude (fallbacks haiku, gpt). Its sub-agent billing runs in billing's own
+    # function: billing's model, Lambda tool and secrets are billing's grants, not support's.
     bedrock = _by_sid(support, "InvokeReferencedBedrockModels")
     assert bedrock is not None
     arns = json.dumps(bedrock["Resource"])
@@ -153,26 +163,25 @@ def test_agent_iam_is_scoped_to_what_the_agent_references(full_spec: AgentfnSpec
     assert "foundation-model/anthropic.claude-sonnet-4-20250514-v1:0" in arns
     assert "bedrock:us-west-2::foundation-model/anthropic.claude-3-5-haiku-20241022-v1:0" in arns
     secrets = json.dumps(_by_sid(support, "ReadReferencedSecrets"))
-    for secret in (
-        "prod/openai",
-        "anthropic-key",
-        "crm-token",
-    ):  # gpt, ledger's model, lookup_account
+    for secret in ("prod/openai", "crm-token"):  # gpt (a fallback), lookup_account
         assert secret in secrets
+    assert "anthropic-key" not in rendered  # ledger's model: ledger's own function
     assert "azure-key" not in rendered and "gemini" not in rendered
     ssm = json.dumps(_by_sid(support, "ReadReferencedParameters"))
     assert "parameter/orders-token" in ssm  # the orders MCP server header
-    lambdas = _by_sid(support, "InvokeLambdaTools")  # billing's `charge`
+    assert _by_sid(support, "InvokeLambdaTools") is None  # billing's `charge`: billing's
+    billing = resources[agent_function_id("billing")]
+    lambdas = _by_sid(billing, "InvokeLambdaTools")
     assert lambdas is not None
     assert lambdas["Resource"] == ["arn:aws:lambda:us-east-1:123456789012:function:charge"]
 
     # An agent with no Bedrock model, no Lambda tool and no secret gets none of those grants.
     own = [
-        "OwnRunsAndSessions",
-        "OwnObjects",
-        "ListOwnPrefixes",
-        "ContinueInOwnStateMachine",
-        "ResumeOwnWait",
+        "TeamRunsAndSessions",
+        "TeamObjects",
+        "ListTeamPrefixes",
+        "StartTeamStateMachines",
+        "ResumeWaits",
         "PublishRunEvents",
     ]
     local = resources[agent_function_id("local-helper")]
@@ -184,7 +193,7 @@ def test_agent_iam_is_scoped_to_what_the_agent_references(full_spec: AgentfnSpec
     assert all(set(p) == {"Statement"} for p in local["Properties"]["Policies"])
     # Only SendTaskSuccess, which IAM cannot scope to a resource, has a wildcard.
     wildcard = [(s["Sid"], s["Action"]) for s in _statements(support) if s.get("Resource") == "*"]
-    assert wildcard == [("ResumeOwnWait", "states:SendTaskSuccess")]
+    assert wildcard == [("ResumeWaits", "states:SendTaskSuccess")]
 
 
 def test_api_function_has_every_route_and_scoped_orchestration_grants(

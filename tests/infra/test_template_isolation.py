@@ -17,6 +17,7 @@ from infra.naming import agent_function_id, agent_state_machine_id
 from infra.sam.template import build_template
 from runtime.naming import agent_resource_name, agent_tag, new_run_id
 from runtime.spec import AgentfnSpec
+from runtime.spec.graph import handoff_paths
 from tests.infra.cfn import STACK8, allowed, concrete, role_statements, sam_transform
 
 TABLE_ARN = "arn:aws:dynamodb:us-east-1:123456789012:table/agentfn-demo-StateTable-RANDOM1234"
@@ -139,19 +140,29 @@ def test_api_function_reads_every_run_and_runs_only_this_stacks_agents(
     )
 
 
-def test_each_state_machine_invokes_only_its_own_agents_function(
+def test_each_state_machine_invokes_exactly_its_handoff_teams_functions(
     deployed: dict[str, Any], full_spec: AgentfnSpec
 ) -> None:
+    """A handoff moves the run to the next agent's function: the state machine may invoke
+    its agent's handoff team, and nothing else (not an agent asked as a tool: that child has
+    its own state machine)."""
     resolve = concrete(deployed)
     arns = {a: resolve({"Fn::GetAtt": [agent_function_id(a), "Arn"]}) for a in full_spec.agents}
     for agent, own in arns.items():
         machine = _role(deployed, agent_state_machine_id(agent))
-        assert allowed(machine, "lambda:InvokeFunction", own), agent
+        team = handoff_paths(full_spec, agent)
+        for member in team:
+            assert allowed(machine, "lambda:InvokeFunction", arns[member]), (agent, member)
         # SAM's LambdaInvokePolicy grants `function:NAME*`: a prefix of other names too.
         assert not allowed(machine, "lambda:InvokeFunction", own + "-2"), agent
         assert not allowed(machine, "lambda:InvokeFunction", own + ":alias"), agent
-        others = [arn for other, arn in arns.items() if other != agent]
+        others = [arn for other, arn in arns.items() if other not in team]
         assert not any(allowed(machine, "lambda:InvokeFunction", arn) for arn in others)
+    assert handoff_paths(full_spec, "support") == {
+        "support": ["support"],
+        "billing": ["support", "billing"],
+        "ledger": ["support", "billing", "ledger"],
+    }
 
 
 def test_sweeper_runs_on_schedule_with_exactly_its_grants(deployed: dict[str, Any]) -> None:
@@ -280,3 +291,49 @@ def test_agents_sharing_a_physical_name_do_not_build(full_spec: AgentfnSpec) -> 
     }
     with pytest.raises(ValueError, match="share agent_resource_name"):
         build_template(AgentfnSpec.model_validate(data))
+
+
+def _team_spec() -> AgentfnSpec:
+    return AgentfnSpec.model_validate(
+        {
+            "version": 1,
+            "models": {"m": {"provider": "scripted", "script": [{"text": "x"}]}},
+            "agents": {
+                "desk": {
+                    "description": "d",
+                    "model": "m",
+                    "sub_agents": ["refunds", {"agent": "researcher", "as": "tool"}],
+                },
+                "refunds": {"description": "r", "model": "m"},
+                "researcher": {"description": "s", "model": "m"},
+                "loner": {"description": "l", "model": "m"},
+            },
+        }
+    )
+
+
+def test_team_functions_reach_exactly_the_runs_their_team_shares() -> None:
+    """refunds may advance desk's runs (desk hands conversations to it); desk creates and
+    reads its asked researcher's child runs and starts their executions; researcher, as a
+    child, may only read its parent's head (to wake it); nobody reaches the loner's runs."""
+    deployed = sam_transform(build_template(_team_spec()))
+    desk, refunds, researcher = (
+        _role(deployed, agent_function_id(a)) for a in ("desk", "refunds", "researcher")
+    )
+    desk_run, child, loner = (new_run_id(a) for a in ("desk", "researcher", "loner"))
+    for action in ("GetItem", "Query", "PutItem"):
+        assert _ddb(refunds, action, f"RUN#{desk_run}"), action
+        assert _ddb(refunds, action, "SES#desk#s-1"), action
+        assert _ddb(desk, action, f"RUN#{child}"), action  # desk creates and reads its child
+        assert not _ddb(refunds, action, f"RUN#{child}"), action
+        assert not _ddb(desk, action, f"RUN#{loner}"), action
+    assert _ddb(researcher, "GetItem", f"RUN#{desk_run}")  # wakes its parent
+    assert not _ddb(researcher, "PutItem", f"RUN#{desk_run}")
+    assert not _ddb(researcher, "Query", "SES#desk#s-1")
+    assert allowed(desk, "states:StartExecution", _machine_arn("researcher"))
+    assert allowed(refunds, "states:StartExecution", _machine_arn("desk"))  # continue anew
+    assert not allowed(refunds, "states:StartExecution", _machine_arn("researcher"))
+    assert _s3(refunds, "GetObject", "tool-cache/desk/s/r/c")  # the session's cache
+    machine = _role(deployed, agent_state_machine_id("desk"))
+    assert allowed(machine, "lambda:InvokeFunction", _function_arn("refunds"))
+    assert not allowed(machine, "lambda:InvokeFunction", _function_arn("researcher"))

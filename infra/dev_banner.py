@@ -1,0 +1,34 @@
+"""What `agentfn dev` prints when it is ready: where everything listens, and what to try."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from infra.dev_server import HOST, STAGE
+
+
+def banner(spec: Any, spec_path: Path, port: int, aws_url: str) -> str:
+    from infra.local import LOCAL_BUCKET, LOCAL_REGION, LOCAL_TABLE
+
+    region = LOCAL_REGION
+    api = f"http://{HOST}:{port}"
+    agent = "billing" if "billing" in spec.agents else next(iter(spec.agents))
+    body = json.dumps({"input": "Refund ORD-1001, it arrived broken", "wait_seconds": 5})
+    return "\n".join(
+        [
+            f"agentfn dev · {spec_path.name}: {len(spec.agents)} agents ({', '.join(spec.agents)})",
+            f"  API           {api}   (stage {STAGE!r}; GET {api}/openapi.json)",
+            f"  AWS endpoint  {aws_url}   (moto: DynamoDB, S3, Step Functions, Lambda, Events)",
+            f"  table         {LOCAL_TABLE}",
+            f"  bucket        {LOCAL_BUCKET}",
+            "try:",
+            f"  curl -s -X POST {api}/agents/{agent}/runs -H 'content-type: application/json' \\",
+            f"       -d '{body}'",
+            f"  AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing aws --region {region} \\",
+            f"    --endpoint-url {aws_url} dynamodb scan --table-name {LOCAL_TABLE}",
+            f"  agentfn status RUN_ID --url {api}",
+            "State lives in memory until this stops (Ctrl-C).",
+        ]
+    )
