@@ -70,8 +70,8 @@ class EmbeddedStack:
 
         import handlers.step
 
-        sfn = boto3.client("stepfunctions", region_name=LOCAL_REGION)
-        events = boto3.client("events", region_name=LOCAL_REGION)
+        sfn = self.clients.guard(boto3.client("stepfunctions", region_name=LOCAL_REGION))
+        events = self.clients.guard(boto3.client("events", region_name=LOCAL_REGION))
         existing = {m["name"] for m in sfn.list_state_machines()["stateMachines"]}
         for agent, definition in definitions(self.spec, self.template_path).items():
             text = json.dumps(definition).replace("${AgentFunctionArn}", function_arn(agent))

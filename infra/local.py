@@ -51,6 +51,11 @@ class Serialized:
         return call
 
 
+class EmbeddedAwsStopped(RuntimeError):
+    """A request made after its embedded AWS stopped (a state machine execution that
+    outlived its `embedded_aws()`): refused here, so it never goes out to the network."""
+
+
 @dataclass
 class AwsClients:
     dynamodb: Any
@@ -58,9 +63,25 @@ class AwsClients:
     table: str
     bucket: str
     lambda_: Any = None
+    stopped: threading.Event | None = None  # set when the embedded AWS behind these stops
 
     def store(self) -> DynamoStore:
         return DynamoStore(self.dynamodb, self.table, S3Blobs(self.s3, self.bucket))
+
+    def guard(self, client: Any) -> Any:
+        """Make `client` refuse every request once the embedded AWS has stopped. moto answers
+        first while it runs; afterwards botocore would send the request to the real
+        endpoint (a DNS lookup at least) with the dummy credentials."""
+        stopped = self.stopped
+        if stopped is None:
+            return client
+
+        def refuse(request: Any, **_: Any) -> None:
+            if stopped.is_set():
+                raise EmbeddedAwsStopped(f"the embedded AWS has stopped: {request.method} refused")
+
+        client.meta.events.register("before-send", refuse)
+        return client
 
 
 def create_resources(clients: AwsClients) -> None:
@@ -125,6 +146,7 @@ def embedded_aws() -> Iterator[AwsClients]:
         "lambda": {"use_docker": False},
         "stepfunctions": {"execute_state_machine": True},
     }
+    stopped = threading.Event()
     try:
         with mock_aws(config=config), dispatching():
             clients = AwsClients(
@@ -133,10 +155,14 @@ def embedded_aws() -> Iterator[AwsClients]:
                 LOCAL_TABLE,
                 LOCAL_BUCKET,
                 boto3.client("lambda", region_name=LOCAL_REGION),
+                stopped,
             )
+            for client in (clients.dynamodb, clients.s3, clients.lambda_):
+                clients.guard(client)
             create_resources(clients)
             yield clients
     finally:
+        stopped.set()
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)
