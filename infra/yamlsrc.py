@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from infra.yamlbounds import MAX_BYTES, BoundedLoader, LimitError, decode
+from infra.yamlbounds import MAX_BYTES, MAX_DEPTH, BoundedLoader, LimitError, decode
 
 Path_ = tuple[str | int, ...]
 
@@ -134,6 +134,10 @@ def _syntax_message(exc: yaml.MarkedYAMLError) -> str:
     """PyYAML's problem, and where the construct it was reading opened when that was on an
     earlier line (`…; the flow mapping opened at line 3`): the real mistake is usually there."""
     problem = exc.problem or str(exc)
+    if "maximum nesting depth" in problem:
+        # libyaml 0.2.5+ stops runaway nesting in its scanner (at 1,000 levels), before the
+        # composer counts our far lower limit: the same limit, said the same way.
+        return f"values are nested more than {MAX_DEPTH} levels deep"
     context, opened = exc.context, exc.context_mark
     if context and opened is not None and exc.problem_mark is not None:
         what = context.removeprefix("while parsing ").removeprefix("while scanning ")

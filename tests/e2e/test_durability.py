@@ -199,7 +199,8 @@ def test_a_long_run_continues_in_a_fresh_execution(monkeypatch: pytest.MonkeyPat
             )["executions"]
         ]
         assert run_id in names and f"{run_id}-1" in names
-        assert stack.execution(run_id)["status"] == "SUCCEEDED"  # the current one
+        # the head commits before the execution's last state ends: wait for the execution
+        assert _execution_done(stack, run_id, timeout=30)["status"] == "SUCCEEDED"  # current one
         first = stack.service.sfn.describe_execution(
             executionArn=stack.service._execution_arn(head.model_copy(update={"generation": 0}))
         )

@@ -122,7 +122,12 @@ def test_a_handoff_escalation_and_child_with_an_approval_run_in_their_own_functi
     kinds = [e["type"] for e in team.service.events_after(run_id, limit=500)["events"]]
     for kind in ("handoff", "escalation", "child_run_started", "child_run_finished"):
         assert kind in kinds, kind
-    assert team.execution(child["run_id"])["status"] == "SUCCEEDED"  # its own execution
+    # its own execution, which ends a moment after its head commits
+    child_execution = wait_for(
+        lambda: (e := team.execution(child["run_id"]))["status"] != "RUNNING" and e,
+        what="the child's execution to end",
+    )
+    assert child_execution["status"] == "SUCCEEDED"
 
 
 def test_cancelling_a_parent_cancels_its_running_child(team: EmbeddedStack) -> None:
