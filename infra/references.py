@@ -15,9 +15,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from infra.hook_checks import is_hook_header
 from infra.issues import RefProblem, did_you_mean
 from infra.naming import logical_id
-from infra.run_limits import check_run_limits, tool_count_warnings
+from infra.run_limits import check_run_limits, compaction_model_problems, tool_count_warnings
 from infra.schema_checks import SPEC_REGEX_WORK, check_json_schema
 from infra.yamlsrc import Path_
 from runtime.regex_safety import Budget
@@ -60,6 +61,7 @@ def _check_models(root: dict[str, Any]) -> Iterator[RefProblem]:
         yield RefProblem(
             ("defaults", "model"), f"unknown model {default!r}{did_you_mean(default, models)}"
         )
+    yield from compaction_model_problems(root, models)
     for name, config in models.items():
         for i, fallback in enumerate(_list(_mapping(config).get("fallbacks"))):
             path = ("models", name, "fallbacks", i)
@@ -257,16 +259,16 @@ def _strings(value: Any, path: Path_) -> Iterator[tuple[Path_, str]]:
 
 def _resolves_secrets(path: Path_) -> bool:
     """The only values the run time resolves `${secret:NAME}` in: HTTP tool and MCP server
-    `headers`, MCP stdio server `env`, MCP server `oauth.client_secret`, and model
-    `api_key`. Anywhere else the reference would be sent literally (in a URL, a prompt, an
-    argument…)."""
+    `headers`, MCP stdio server `env`, MCP server `oauth.client_secret`, model `api_key`,
+    and http hook `headers`. Anywhere else the reference would be sent literally (in a URL,
+    a prompt, an argument…)."""
     if len(path) == 4 and path[0] in ("tools", "mcp_servers") and path[2] == "headers":
         return True
     if len(path) == 4 and path[0] == "mcp_servers" and path[2] == "env":
         return True
     if path[:1] == ("mcp_servers",) and path[2:] == ("oauth", "client_secret"):
         return True
-    return len(path) == 3 and path[0] == "models" and path[2] == "api_key"
+    return is_hook_header(path) or (len(path) == 3 and path[0] == "models" and path[2] == "api_key")
 
 
 def _check_secrets(root: dict[str, Any]) -> Iterator[RefProblem]:
@@ -277,7 +279,8 @@ def _check_secrets(root: dict[str, Any]) -> Iterator[RefProblem]:
                 path,
                 "a secret reference here would be sent as written: ${secret:NAME} is resolved "
                 "only in HTTP tool and MCP server `headers`, MCP server `env` and model "
-                "`api_key` values (and an MCP server's `oauth.client_secret`)",
+                "`api_key` values (and an MCP server's `oauth.client_secret`, http hooks' "
+                "`headers`)",
             )
         for name in SECRET_REF_RE.findall(text):
             if name not in declared:

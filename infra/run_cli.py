@@ -95,6 +95,8 @@ class Progress:
             mark = "✓" if d["success"] else "✗"
             detail = "" if d["success"] else f" · {d['output'][:160]}"
             return f"    {mark} {d['tool_name']} · {d['duration_ms']} ms{detail}"
+        if event.type == "context_compacted":
+            return _compaction_line(d)
         return self._team_line(event) or self._person_line(event) or self._end_line(event)
 
     def _team_line(self, event: Event) -> str | None:
@@ -131,12 +133,26 @@ class Progress:
 
     def _end_line(self, event: Event) -> str | None:
         d = event.data
+        if event.type == "hook_decision" and (d["decision"] != "allow" or d.get("error")):
+            what = f" {d['tool_name']}" if d.get("tool_name") else ""
+            why = d.get("error") or d.get("reason")
+            line = f"    ⚑ {d['event']}{what}: {d['decision']} ({d['type']} hook {d['hook']})"
+            return line + (f" · {why}" if why else "")
         if event.type == "run_completed":
             tokens = f"{d['tokens_input']} in / {d['tokens_output']} out tokens"
             return f"✓ succeeded in {d['turns_used']} turns · {tokens}"
         if event.type == "run_failed":
             return f"✗ {d['error_code']}: {d['error_message']}"
         return None
+
+
+def _compaction_line(d: dict[str, Any]) -> str:
+    done = [f"{d['pruned']} outputs set aside"] if d.get("pruned") else []
+    if d.get("summarised"):
+        done.append(f"{d['summarised']} messages summarised by {d['summary_model']}")
+    line = f"  ⇣ context compacted · {d['before']:,} → {d['after']:,} tokens"
+    line += f" · {', '.join(done)}" if done else ""
+    return line + ("" if d.get("ok") else f" · not enough: {d.get('error') or 'still too long'}")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

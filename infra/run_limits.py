@@ -18,13 +18,16 @@ here; an MCP server selected whole is counted at run time, where the excess is l
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from infra.issues import RefProblem
+from infra.issues import RefProblem, did_you_mean
 from infra.yamlsrc import Path_
 from runtime.spec.agents import RESERVED_PREFIXES
 from runtime.spec.types import parse_duration
 from runtime.tools.mcp.limits import MAX_TOOLS
+
+if TYPE_CHECKING:
+    from runtime.spec import AgentfnSpec
 
 #: Step Functions Standard workflows run at most one year.
 SFN_MAX_SECONDS = 365 * 86_400
@@ -140,3 +143,48 @@ def _human(seconds: float) -> str:
 
 def _mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+def compaction_model_problems(root: dict[str, Any], models: dict[str, Any]) -> Iterator[RefProblem]:
+    """`compaction.model` (in defaults or an agent) names a configured model."""
+    chosen: list[tuple[Path_, Any]] = [
+        (
+            ("defaults", "compaction", "model"),
+            _mapping(_mapping(root.get("defaults")).get("compaction")).get("model"),
+        )
+    ]
+    for agent, raw in _mapping(root.get("agents")).items():
+        model = _mapping(_mapping(raw).get("compaction")).get("model")
+        chosen.append((("agents", agent, "compaction", "model"), model))
+    for path, name in chosen:
+        if isinstance(name, str) and name not in models:
+            yield RefProblem(path, f"unknown model {name!r}{did_you_mean(name, models)}")
+
+
+def context_problems(spec: AgentfnSpec) -> Iterator[RefProblem]:
+    """Tool definitions too large for the agent's model window, when the spec declares them
+    (an MCP server's or a python function's inferred schema is measured at run time), with
+    the same rule the engine applies (runtime.engine.compaction.WIDE_TOOLS_SHARE)."""
+    import json
+
+    from runtime.engine.compaction import WIDE_TOOLS_SHARE
+    from runtime.engine.context import MESSAGE_TOKENS, tokens
+    from runtime.models.windows import context_window
+
+    for name, agent in spec.agents.items():
+        model = spec.model_for(name)
+        window = context_window(spec.models[model])
+        needed = 0
+        for ref in agent.tools:
+            tool = spec.tools.get(ref)
+            if tool is not None:
+                schema = json.dumps(tool.input_schema or {})
+                needed += MESSAGE_TOKENS + tokens(ref + tool.description + schema)
+        if needed >= window * WIDE_TOOLS_SHARE:
+            yield RefProblem(
+                ("agents", name, "tools"),
+                f"the definitions of these tools take about {needed} tokens, "
+                f"{needed * 100 // window}% of model {model!r}'s context window ({window} "
+                "tokens), leaving too little for the conversation; offer fewer tools or use a "
+                "model with a larger context_window",
+            )

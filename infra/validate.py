@@ -16,8 +16,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from infra.hook_checks import check_hooks
 from infra.issues import SpecIssue, did_you_mean, format_path
 from infra.references import check_references
+from infra.run_limits import context_problems
 from infra.yamlsrc import Path_, YamlLoadError, load_yaml, read_spec_text
 from runtime.spec import AgentfnSpec
 from runtime.spec.types import NAME_PATTERN, SECRET_REF_PATTERN
@@ -71,7 +73,7 @@ def validate_text(text: str, file: str, project_dir: Path) -> ValidationResult:
                 SpecIssue(position.line, position.column, format_path(path), message, file)
             )
 
-    for problem in check_references(data, project_dir):
+    for problem in [*check_references(data, project_dir), *check_hooks(data, project_dir)]:
         where, position = source.locate(problem.path, key=problem.at_key)
         if where in reported and where == problem.path:
             continue  # already explained by the structural pass
@@ -80,6 +82,15 @@ def validate_text(text: str, file: str, project_dir: Path) -> ValidationResult:
                 position.line, position.column, format_path(problem.path), problem.message, file
             )
         )
+
+    if spec is not None and not issues:  # on a valid spec: windows need resolved models
+        for problem in context_problems(spec):
+            _where, position = source.locate(problem.path, key=problem.at_key)
+            issues.append(
+                SpecIssue(
+                    position.line, position.column, format_path(problem.path), problem.message, file
+                )
+            )
 
     ordered = sorted(set(issues))
     return ValidationResult(spec if not ordered else None, ordered, data)

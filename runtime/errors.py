@@ -9,7 +9,8 @@
     │   │   └── TransientModelError   retried with backoff, then fallbacks
     │   ├── ToolFailed            TOOL_FAILED
     │   ├── OutputInvalid         OUTPUT_INVALID
-    │   └── SpecChanged           SPEC_CHANGED
+    │   ├── SpecChanged           SPEC_CHANGED
+    │   └── HookDenied            HOOK_DENIED (an on_run_start hook refused the run)
     ├── StateConflict             a conditional write lost (someone else advanced the run)
     │   └── RunLeased             another worker holds the run's lease; retry later
     ├── RunNotFound               no run with that id
@@ -78,6 +79,10 @@ class OutputInvalid(RunError):
 
 class SpecChanged(RunError):
     error_code = "SPEC_CHANGED"
+
+
+class HookDenied(RunError):
+    error_code = "HOOK_DENIED"
 
 
 class StateConflict(AgentfnError):

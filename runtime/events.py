@@ -23,6 +23,8 @@ EventType = Literal[
     "child_run_finished",
     "intent_matched",
     "tools_unavailable",
+    "hook_decision",
+    "context_compacted",
     "step_completed",
     "run_completed",
     "run_failed",

@@ -121,6 +121,20 @@ class ToolResultMessage(_Msg):
     images: list[ImagePart] = Field(default_factory=list)
 
 
+class SummaryMessage(_Msg):
+    """A compaction's summary of the conversation before message `covers_before` of its run
+    (and of the session history the run was shown). Persisted like any message, so a
+    resumed run never asks for it again; the model reads it as a user message in place of
+    what it replaces (runtime.engine.context)."""
+
+    kind: Literal["summary"] = "summary"
+    content: str
+    covers_before: int
+    replaced: int = 0  # messages it stands for (history included)
+    model: str = ""
+    usage: Usage = Field(default_factory=Usage)
+
+
 CLARIFY_TOOL = "agent_clarify"
 #: Characters of an earlier run's tool output that a later run of the session sees.
 EARLIER_OUTPUT_CHARS = 2000
@@ -139,7 +153,10 @@ def as_earlier(message: Message) -> Message:
     return message.model_copy(update=update) if update else message
 
 
-Message = Annotated[UserMessage | AssistantMessage | ToolResultMessage, Field(discriminator="kind")]
+Message = Annotated[
+    UserMessage | AssistantMessage | ToolResultMessage | SummaryMessage,
+    Field(discriminator="kind"),
+]
 MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
 
 

@@ -2,8 +2,8 @@
 
 Each agent's code runs in its own function (a handoff moves the run to the next agent's
 function; an agent asked as a tool runs in its own), so a function's grants cover its own
-agent only: its models (with their fallbacks), Lambda tools and secrets. Nothing is granted
-for what the spec does not name.
+agent only: its models (with their fallbacks), Lambda tools and hooks, and secrets. Nothing
+is granted for what the spec does not name.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 from infra.sam.intrinsics import REGION, arn
 from runtime.spec import AgentfnSpec
 from runtime.spec.graph import model_closure
+from runtime.spec.hooks import HttpHook, LambdaHook, agent_hooks
 from runtime.spec.models import BedrockModel
 from runtime.spec.tools import LambdaTool
 from runtime.spec.types import SECRET_REF_RE
@@ -44,6 +45,9 @@ def agent_secrets(spec: AgentfnSpec, agent: str) -> list[str]:
                 used |= _referenced_secrets(server.model_dump(mode="json"))
             elif ref in spec.tools:
                 used |= _referenced_secrets(spec.tools[ref].model_dump(mode="json"))
+    for _, hook in agent_hooks(spec, agent):  # the agent's own function asks its hooks
+        if isinstance(hook, HttpHook):
+            used |= _referenced_secrets(hook.headers)
     return sorted(used)
 
 
@@ -107,6 +111,17 @@ def agent_statements(spec: AgentfnSpec, agent: str) -> list[dict[str, Any]]:
                 "Effect": "Allow",
                 "Action": "lambda:InvokeFunction",
                 "Resource": functions,
+            }
+        )
+
+    hooks = [h.function_arn for _, h in agent_hooks(spec, agent) if isinstance(h, LambdaHook)]
+    if hooks:  # this agent's function asks them; no other function may invoke them
+        statements.append(
+            {
+                "Sid": "InvokeLambdaHooks",
+                "Effect": "Allow",
+                "Action": "lambda:InvokeFunction",
+                "Resource": list(dict.fromkeys(hooks)),
             }
         )
 

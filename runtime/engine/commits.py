@@ -64,6 +64,7 @@ class RunCursor:
     history: list[Message] = field(default_factory=list)
     deadline: float | None = None  # clock.monotonic() when the advance must stop
     discovered: set[str] = field(default_factory=set)  # agents whose MCP tools are open
+    base: int = 0  # the number of messages[0] (a compacted run loads from its summary point)
 
     @property
     def agent(self) -> str:

@@ -6,6 +6,10 @@ its sub-agents, recursively, and the defaults and tools package). A new spec is
 compatible when the agent hash is unchanged: editing another agent, or adding one, does not
 strand in-flight runs; changing anything this run relies on ends it with SPEC_CHANGED
 rather than silently continuing on different rules.
+
+Values are hashed without the keys left at their defaults, so a new agentfn version that
+adds a setting (with a default that keeps today's behaviour) does not end every run in
+flight when it is deployed.
 """
 
 from __future__ import annotations
@@ -27,12 +31,19 @@ def agent_hash(spec: AgentfnSpec, agent: str) -> str:
         {r.removeprefix("mcp:").partition("/")[0] for r in refs if r.startswith("mcp:")}
     )
     relevant: dict[str, Any] = {
-        "agents": {a: spec.agents[a].model_dump(mode="json", by_alias=True) for a in agents},
-        "models": {m: spec.models[m].model_dump(mode="json") for m in models},
-        "tools": {t: spec.tools[t].model_dump(mode="json") for t in tools},
-        "mcp": {s: spec.mcp_servers[s].model_dump(mode="json") for s in servers},
-        "defaults": spec.defaults.model_dump(mode="json", by_alias=True),
+        "agents": {a: _set(spec.agents[a]) for a in agents},
+        "models": {m: _set(spec.models[m]) for m in models},
+        "tools": {t: _set(spec.tools[t]) for t in tools},
+        "mcp": {s: _set(spec.mcp_servers[s]) for s in servers},
+        "defaults": _set(spec.defaults),
         "tools_package": spec.tools_package,
     }
+    if spec.hooks:  # top-level hooks apply to every agent
+        relevant["hooks"] = [_set(h) for h in spec.hooks]
     canonical = json.dumps(relevant, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def _set(model: Any) -> Any:
+    """What the spec sets, defaults left out (tags such as `provider` are required: kept)."""
+    return model.model_dump(mode="json", by_alias=True, exclude_defaults=True)

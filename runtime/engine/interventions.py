@@ -42,7 +42,7 @@ class Interventions(Shortcuts):
                 f"run {run_id} is {head.status}, not awaiting_input", status=head.status
             )
         clarification = head.clarification
-        messages = self.store.load_messages(head)
+        messages = self.store.load_messages(head, head.context.base)
         turn = next(
             (m.turn for m in reversed(messages) if isinstance(m, AssistantMessage)), head.turn
         )
@@ -63,7 +63,7 @@ class Interventions(Shortcuts):
 
     def _replied(self, head: RunHead, text: str) -> bool:
         """Is `text` the answer the run's latest clarification already got?"""
-        messages = self.store.load_messages(head)
+        messages = self.store.load_messages(head, head.context.base)
         last = messages[-1] if messages else None
         return (
             isinstance(last, ToolResultMessage)
@@ -83,7 +83,7 @@ class Interventions(Shortcuts):
             raise WrongState(f"run {run_id} is already {head.status}", status=head.status)
         unknown: list[Message] = []
         if head.started_calls:
-            messages = self.store.load_messages(head)
+            messages = self.store.load_messages(head, head.context.base)
             turn = next(
                 (m.turn for m in reversed(messages) if isinstance(m, AssistantMessage)), head.turn
             )

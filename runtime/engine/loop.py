@@ -46,8 +46,16 @@ from runtime.errors import (
     StateConflict,
 )
 from runtime.events import EventListener, EventType, preview
-from runtime.messages import AssistantMessage, Message, ToolCall, Usage, UserMessage
+from runtime.messages import (
+    AssistantMessage,
+    Message,
+    SummaryMessage,
+    ToolCall,
+    Usage,
+    UserMessage,
+)
 from runtime.models.base import Model, ModelRequest, ToolSpec
+from runtime.models.failures import ContextOverflow
 from runtime.models.retry import request_with_fallbacks
 from runtime.naming import new_run_id
 from runtime.spec import AgentfnSpec
@@ -147,7 +155,8 @@ class Engine(Interventions):
         if head.agent_hash != agent_hash(self.spec, head.agent):
             return self._fail(head, SpecChanged("the agent's spec changed since this run started"))
         head = self._acquire(head)
-        run = RunCursor(head, self.store.load_messages(head))
+        base = head.context.base  # a compacted run loads from its summary, not its start
+        run = RunCursor(head, self.store.load_messages(head, base), base=base)
         if budget_seconds is not None:
             run.deadline = self.clock.monotonic() + budget_seconds
         if self.spec.agents[head.agent].session.enabled:
@@ -164,6 +173,7 @@ class Engine(Interventions):
                         raise MovedOn  # handed off: the next agent's function goes on
                     await self._discover_mcp(run, connections)  # the acting agent's servers
                     await self._step(run)
+                await self._run_complete_hooks(run)  # after the final commit; never fails it
         except BudgetSpent:  # another invocation (the state machine's) carries on
             run.head = self._commit(run.head, [], [], release=True)
         except RunError as exc:
@@ -203,7 +213,9 @@ class Engine(Interventions):
         pending = pending_calls(run.messages)
         if pending:
             await self._run_tools(run, pending)
-        elif not self._shortcut(run):  # a tool's direct answer, or an intent
+        elif self._run_start_due(run):  # on_run_start hooks, before anything else
+            await self._run_start_hooks(run)
+        elif not await self._shortcut(run):  # a tool's direct answer, or an intent
             await self._call_model(run)
 
     def _models_for(self, run: RunCursor) -> list[tuple[Model, Any]]:
@@ -230,7 +242,7 @@ class Engine(Interventions):
         agent = run.agent
         config = self.spec.agents[agent]
         max_turns = self._max_turns(head)
-        last = run.messages[-1] if run.messages else None
+        last = next((m for m in reversed(run.messages) if not isinstance(m, SummaryMessage)), None)
         follow_up = isinstance(last, UserMessage) and last.purpose is not None
         if not follow_up and head.turn >= max_turns:
             raise MaxTurnsExceeded(f"reached max_turns ({max_turns}) without a final answer")
@@ -239,16 +251,33 @@ class Engine(Interventions):
         specs = self._tool_specs(head)
         system = render_system_prompt(agent, config, head.run_id, head.session_id, self.clock.now())
         system = team_prompt(head, config.system_prompt, system, self.clock.now())
+        system += FINAL_TURN_NOTE if final_turn else ""
+        messages, estimated = await self._fit(run, system, specs)
+        earlier = run.head.context.answers_before.get(agent, 0)  # answers before the summary
         request = ModelRequest(
-            system=system + (FINAL_TURN_NOTE if final_turn else ""),
-            messages=[*run.history, *run.messages],
+            system=system,
+            messages=messages,
             tools=specs,
-            call_number=answers_of(run.messages, agent, head.agent),
+            call_number=earlier + answers_of(run.messages, agent, head.agent),
             allow_tools=not final_turn,
+            estimated_tokens=estimated,
         )
-        model, response = await self._bounded(
-            run, request_with_fallbacks(self._models_for(run), request, self.clock)
-        )
+        try:
+            model, response = await self._bounded(
+                run, request_with_fallbacks(self._models_for(run), request, self.clock)
+            )
+        except ContextOverflow:  # compact (prune, then summarise) and ask once more
+            compactions = run.head.context.compactions
+            request.messages, request.estimated_tokens = await self._fit(
+                run, system, specs, forced=True
+            )
+            if run.head.context.compactions == compactions:
+                raise  # it had stopped trying: nothing changed
+            request.attempt = 1  # a new attempt at this answer (the scripted index reads it)
+            model, response = await self._bounded(
+                run, request_with_fallbacks(self._models_for(run), request, self.clock)
+            )
+        head = run.head  # a compaction committed
         answer = AssistantMessage(
             text=response.text,
             tool_calls=own_call_ids(response.tool_calls),
@@ -298,6 +327,8 @@ class Engine(Interventions):
                 failure = self._doom_check(run.messages, answer.tool_calls)
         else:
             failure = self._conclude(run, answer, update, new, events)
+            if update.get("status") == "succeeded":
+                await self._review_response(run, update, events, new)  # pre_response hooks
         if failure is not None:
             run.head = self._commit(head, new, events, update=update)
             raise failure

@@ -52,18 +52,18 @@ def fill_arguments(template: Any, groups: dict[str, str]) -> Any:
 class Shortcuts(TeamPhase):
     # ---- answers without a model call ----------------------------------------------------
 
-    def _shortcut(self, run: RunCursor) -> bool:
+    async def _shortcut(self, run: RunCursor) -> bool:
         """Answer this step without asking the model: the output of a `return_direct` tool
         (or of an intent's tool) is the final answer; an intent that matches the caller's
         input answers, calls its tool or goes to its agent. True when it handled the step."""
         direct = self._direct_result(run)
         if direct is not None:
-            self._finish_with(run, direct[0], direct[1])
+            await self._finish_with(run, direct[0], direct[1])
             return True
         intent = self._intent_for(run)
         if intent is None:
             return False
-        self._follow_intent(run, *intent)
+        await self._follow_intent(run, *intent)
         return True
 
     def _direct_result(self, run: RunCursor) -> tuple[Any, int] | None:
@@ -103,7 +103,7 @@ class Shortcuts(TeamPhase):
             return False  # the model makes the answer from it instead
         return True
 
-    def _finish_with(self, run: RunCursor, result: Any, turn: int) -> None:
+    async def _finish_with(self, run: RunCursor, result: Any, turn: int) -> None:
         head = run.head
         update: dict[str, Any] = {"status": "succeeded"}
         self._store_result(head, result, update)
@@ -119,6 +119,7 @@ class Shortcuts(TeamPhase):
                 },
             ),
         ]
+        await self._review_response(run, update, events, [])  # pre_response hooks
         run.head = self._commit(head, [], events, update=update, release=True)
 
     def _intent_for(self, run: RunCursor) -> tuple[Intent, dict[str, str]] | None:
@@ -133,7 +134,7 @@ class Shortcuts(TeamPhase):
                 return intent, groups
         return None
 
-    def _follow_intent(self, run: RunCursor, intent: Intent, groups: dict[str, str]) -> None:
+    async def _follow_intent(self, run: RunCursor, intent: Intent, groups: dict[str, str]) -> None:
         head = run.head
         then = (
             f"agent:{intent.agent}"
@@ -168,4 +169,4 @@ class Shortcuts(TeamPhase):
         answer = AssistantMessage(text=intent.answer, model=INTENT_MODEL, agent=run.agent)
         run.head = self._commit(head, [answer], matched)
         run.messages.append(answer)
-        self._finish_with(run, intent.answer, 0)
+        await self._finish_with(run, intent.answer, 0)

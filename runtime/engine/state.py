@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import uuid
 
-from runtime.messages import AssistantMessage, Message, ToolCall, ToolResultMessage, UserMessage
+from runtime.messages import (
+    AssistantMessage,
+    Message,
+    SummaryMessage,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
 
 
 def last_assistant(messages: list[Message]) -> tuple[int, AssistantMessage] | None:
@@ -33,6 +40,8 @@ def answer_text(messages: list[Message]) -> str:
             parts.append(message.text or "")
         elif isinstance(message, UserMessage) and message.purpose == "continue":
             continue
+        elif isinstance(message, SummaryMessage):
+            continue  # a compaction between two parts of the answer
         else:
             break
     return "".join(reversed(parts))

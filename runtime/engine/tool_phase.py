@@ -14,9 +14,10 @@ from typing import Any, TypeVar
 
 from runtime.engine.approval import apply_decision, rule_for, timeout_for
 from runtime.engine.commits import BudgetSpent, RunCursor, wait_until
+from runtime.engine.compaction import Compaction
+from runtime.engine.hooks import HookPhase
 from runtime.engine.toolrun import error_result, execute, find_reusable, reuse_result
-from runtime.engine.toolsets import Toolsets
-from runtime.events import EventType, preview
+from runtime.events import preview
 from runtime.messages import AssistantMessage, ToolCall, ToolResultMessage
 from runtime.spec import AgentfnSpec
 from runtime.store.base import Clarification, PendingApproval
@@ -32,7 +33,7 @@ OUTCOME_UNKNOWN = (
 )
 
 
-class ToolPhase(Toolsets):
+class ToolPhase(Compaction, HookPhase):
     """The tool side of Engine (split out to keep modules small)."""
 
     spec: AgentfnSpec
@@ -134,18 +135,23 @@ class ToolPhase(Toolsets):
                     batch.append(pending[index + len(batch)])
                 # Read-only calls may be cut off at the deadline: they are simply run again.
                 if len(batch) == 1:
-                    results = [await self._bounded(run, self._execute(run, batch[0]))]
+                    results = [await self._bounded(run, self._checked_execute(run, batch[0]))]
                 else:
-                    gathered = asyncio.gather(*(self._execute(run, c) for c in batch))
+                    gathered = asyncio.gather(*(self._checked_execute(run, c) for c in batch))
                     results = list(await self._bounded(run, gathered))
                 for done in results:
                     self._record_result(run, done, last=index + 1 == len(pending))
                     index += 1
                 continue
+            call, denied = await self._pre_tool_use(run, call)  # hooks, before any person
+            if denied is not None:
+                self._record_result(run, denied, last=last)
+                index += 1
+                continue
             if self._gated(run, call):
                 decision = run.head.decisions.get(call.id)
                 if decision is None:
-                    self._pause_for_approval(run, pending[index:])
+                    self._pause_for_approval(run, await self._settled(run, pending[index:]))
                     return
                 approved, replacement = apply_decision(call, decision, self._turn(run))
                 if replacement is not None:
@@ -169,11 +175,12 @@ class ToolPhase(Toolsets):
                 raise BudgetSpent  # the next invocation, with a whole Lambda's time, runs it
             if once:
                 started = [*run.head.started_calls, call.id]
+                notes, noted = self._hook_notes(run, call.id)
                 run.head = self._commit(
                     run.head,
                     [],
-                    [("tool_call", self._call_event(run, call))],
-                    update={"started_calls": started},
+                    [*notes, ("tool_call", self._call_event(run, call))],
+                    update={**noted, "started_calls": started},
                 )
             # An idempotent call cut off at the deadline is run again; an at_most_once one
             # was started only because it fits.
@@ -238,7 +245,7 @@ class ToolPhase(Toolsets):
                 reused = reuse_result(tool, call, earlier, self.store.blobs, cap, self._turn(run))
                 if reused is not None:
                     reused.at = self.clock.now()
-                    return reused
+                    return await self._post_tool_use(run, call, reused)
         ctx = ToolContext(
             run.head.run_id,
             run.head.session_id,
@@ -258,7 +265,7 @@ class ToolPhase(Toolsets):
             blobs=self.store.blobs,
         )
         result.at = self.clock.now()
-        return result
+        return await self._post_tool_use(run, call, result)
 
     def _record_result(
         self,
@@ -268,7 +275,7 @@ class ToolPhase(Toolsets):
         last: bool,
         announced: bool = False,
     ) -> None:
-        events: list[tuple[EventType, dict[str, Any]]] = []
+        events, update = self._hook_notes(run, result.tool_call_id)  # hooks decided first
         if not announced:
             call = ToolCall(id=result.tool_call_id, name=result.tool_name, arguments=result.inputs)
             events.append(("tool_call", self._call_event(run, call)))
@@ -290,7 +297,6 @@ class ToolPhase(Toolsets):
         if result.tool_ref is None:  # the identity the result is cached and matched under
             tool = self._toolbox(run.head).get(result.tool_name)
             result.tool_ref = tool.reference if tool is not None else None
-        update: dict[str, Any] = {}
         if result.tool_call_id in run.head.started_calls:
             update["started_calls"] = [
                 c for c in run.head.started_calls if c != result.tool_call_id
@@ -299,6 +305,10 @@ class ToolPhase(Toolsets):
             # A decision is only needed until its call's result is recorded: keep the head small.
             update["decisions"] = {
                 k: v for k, v in run.head.decisions.items() if k != result.tool_call_id
+            }
+        if result.tool_call_id in run.head.hook_decisions:
+            update["hook_decisions"] = {
+                k: v for k, v in run.head.hook_decisions.items() if k != result.tool_call_id
             }
         run.head = self._commit(run.head, [result], events, update=update)
         run.messages.append(result)

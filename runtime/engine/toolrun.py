@@ -45,9 +45,7 @@ def render_output(output: Any) -> str:
 
 
 def cache_key(ctx: ToolContext) -> str:
-    """Under the agent (IAM scopes each agent to its prefix), the session and the run: no
-    other agent, session or run can overwrite or read it, whatever the call ids."""
-    return f"tool-cache/{ctx.agent}/{ctx.session_id}/{ctx.run_id}/{ctx.call_id}"
+    return ctx.cache_key
 
 
 async def execute(

@@ -43,6 +43,11 @@ class ModelRequest:
     #: still listed because some APIs reject a history with tool calls but no tool
     #: definitions; each provider withholds them its own way (tool_choice "none", …).
     allow_tools: bool = True
+    #: What the call is for: the agent's next answer, or a compaction's summary.
+    purpose: Literal["answer", "summary"] = "answer"
+    #: The engine's estimate of the prompt's tokens (runtime.engine.context); the scripted
+    #: provider reports it as its input usage, like a real provider counting the prompt.
+    estimated_tokens: int = 0
 
 
 @dataclass

@@ -22,8 +22,10 @@ from runtime.models.base import (
     result_text,
 )
 from runtime.models.failures import (
+    context_error,
     exhausted_quota,
     quota_error,
+    says_context_overflow,
     says_tools_unsupported,
     tools_error,
 )
@@ -195,6 +197,8 @@ class BedrockConverseModel:
                 reason = "daily quota"
             if reason:
                 raise quota_error("bedrock", status, reason, text) from exc
+            if code == "ValidationException" and says_context_overflow(status, message):
+                raise context_error("bedrock", status, text) from exc
             if code == "ValidationException" and says_tools_unsupported(message):
                 raise tools_error("bedrock", status, text) from exc
             if code in TRANSIENT_CODES:

@@ -8,6 +8,8 @@ A status alone misleads in three ways this module corrects:
   credit/billing errors (402, Anthropic's "credit balance is too low") never clear on
   their own. Retrying them only burns the run's time: `QuotaExhausted` fails at once.
 - Gemini puts its wait in the body (`google.rpc.RetryInfo`), not in a Retry-After header.
+- "prompt is too long" (each provider says it its own way) is not this request's fault nor
+  another model's job: `ContextOverflow` makes the engine compact the context and retry once.
 - "this model does not support tools" is a capability, not a failure of this request:
   `ToolsUnsupported` lets `runtime.models.tool_support` fall back to plain chat.
 """
@@ -24,6 +26,14 @@ from runtime.errors import ModelError, TransientModelError
 class QuotaExhausted(ModelError):
     """The account's quota or credit is used up: no retry helps until it is topped up or
     the quota resets, so the run fails (or moves to a fallback model) at once."""
+
+
+class ContextOverflow(ModelError):
+    """The prompt is longer than the model reads. Retrying the same prompt or moving to a
+    fallback cannot help: the engine compacts the context (runtime.engine.context) and
+    retries once; a run that still does not fit fails with this code."""
+
+    error_code = "CONTEXT_OVERFLOW"
 
 
 class ToolsUnsupported(ModelError):
@@ -43,6 +53,21 @@ _TOOLS_UNSUPPORTED = re.compile(
     r"|tool choice requires --enable-auto-tool-choice",
     re.IGNORECASE,
 )
+#: How providers say a prompt is longer than the model reads: OpenAI, Azure, DeepSeek, vLLM
+#: and Mistral "maximum context length is N tokens" / code `context_length_exceeded`;
+#: Anthropic (and Claude on Bedrock) "prompt is too long: N tokens > M maximum", Bedrock "Input
+#: is too long for requested model"; Gemini "The input token count (N) exceeds the maximum
+#: number of tokens allowed (M)"; llama.cpp "the request exceeds the available context
+#: size"; Groq "Please reduce the length of the messages or completion"; Nova "Input Tokens
+#: Exceeded". Only 4xx answers other than 429 are read this way: a tokens-per-minute rate
+#: limit ("Request too large … on tokens per min") is a 429 and stays a rate limit.
+_CONTEXT_OVERFLOW = re.compile(
+    r"context_length_exceeded|maximum context length|context length (is )?exceeded"
+    r"|prompt is too long|input is too long|input tokens? exceeded|too many input tokens"
+    r"|input token count \(?\d*\)? ?exceeds|exceeds the (available )?context (size|window)"
+    r"|reduce the length of the (messages|prompt|input)|exceeds? the model'?s? context",
+    re.IGNORECASE,
+)
 #: Credit and spend-limit errors that come without a dedicated code (Anthropic answers a
 #: 400 "Your credit balance is too low …" or "You have reached your specified API usage
 #: limits …"; OpenRouter and DeepSeek say "Insufficient credits/Balance" with a 402).
@@ -54,6 +79,22 @@ _CREDIT_WORDS = re.compile(
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")
 _RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
 _QUOTA_FAILURE = "type.googleapis.com/google.rpc.QuotaFailure"
+
+
+def says_context_overflow(status: int | None, message: str, body: Any = None) -> bool:
+    """Does a refused request say the prompt is longer than the model reads?"""
+    if (status is not None and not (400 <= status < 500)) or status == 429:
+        return False
+    code = str(error_object(body).get("code") or "")
+    return code == "context_length_exceeded" or bool(_CONTEXT_OVERFLOW.search(message or ""))
+
+
+def context_error(provider: str, status: int | None, message: str) -> ContextOverflow:
+    return ContextOverflow(
+        f"{provider}: the prompt is longer than the model's context window: {message}",
+        status=status,
+        provider=provider,
+    )
 
 
 def says_tools_unsupported(message: str) -> bool:
@@ -146,6 +187,8 @@ def classify_http(
     reason = exhausted_quota(status, body, message)
     if reason:
         return quota_error(provider, status, reason, message)
+    if says_context_overflow(status, message, body):
+        return context_error(provider, status, message)
     if 400 <= status < 500 and says_tools_unsupported(message):
         return tools_error(provider, status, message)
     error = error_for_status(provider, status, message, headers)

@@ -5,7 +5,9 @@ longer than the backoff wins. When a model's attempts are spent, or it fails wit
 non-transient error, the next model of `fallbacks` is tried. The answer says which model
 answered, so the result can report `model_used`. A model that cannot call tools answers as
 plain chat when the agent can do without tools (`runtime.models.tool_support`); an
-exhausted quota (`QuotaExhausted`) is not transient, so it is never retried.
+exhausted quota (`QuotaExhausted`) is not transient, so it is never retried. A prompt too
+long for the model (`ContextOverflow`) goes straight back to the engine, which compacts the
+context and asks again: the same prompt would not fit a retry either.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import replace
 from runtime.clock import Clock
 from runtime.errors import ModelError, TransientModelError
 from runtime.models.base import Model, ModelRequest, ModelResponse
+from runtime.models.failures import ContextOverflow
 from runtime.models.tool_support import request_with_tool_support
 from runtime.spec.models import RetrySettings
 
@@ -52,6 +55,8 @@ async def request_with_fallbacks(
                 if on_retry:
                     on_retry(model.name, attempt, exc, delay)
                 await clock.sleep(delay)
+            except ContextOverflow:
+                raise
             except ModelError as exc:
                 last = exc
                 break

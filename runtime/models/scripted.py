@@ -5,13 +5,18 @@ is the c-th entry of the script that is not an `error`. The `error` entries just
 are returned, in order, to attempts 0, 1, … of that call, so a scripted 429 exercises the
 retry path and the retry gets the next entry. Because the index comes from the persisted
 history, a run that pauses, resumes or crashes sees exactly the same answers.
+
+A compaction's summary request (`purpose="summary"`) takes nothing from the script: the
+answer is the first line of each entry of the transcript it was given, cut to fit, so
+scripts stay what the agent says and summaries are deterministic too.
 """
 
 from __future__ import annotations
 
 from runtime.errors import ModelError, TransientModelError
 from runtime.messages import ToolCall, Usage
-from runtime.models.base import ModelRequest, ModelResponse, error_for_status
+from runtime.models.base import ModelRequest, ModelResponse
+from runtime.models.failures import classify_http
 from runtime.spec.models import ScriptedModel, ScriptEntry
 
 
@@ -41,6 +46,8 @@ class ScriptedModelClient:
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         self.requests.append(request)
+        if request.purpose == "summary":
+            return _summary(request, self.model_id)
         entry = self._entry_for(request.call_number, request.attempt)
         if entry is None:
             answers = sum(1 for e in self._script if e.error is None)
@@ -52,8 +59,8 @@ class ScriptedModelClient:
         if entry.error is not None:
             error = entry.error
             message = f"{error.code}: {error.message}"
-            if error.status is not None:
-                raise error_for_status("scripted", error.status, message)
+            if error.status is not None:  # read like a real provider's error answer
+                raise classify_http("scripted", error.status, message, {}, None)
             raise (
                 TransientModelError(message, provider="scripted")
                 if "throttl" in error.code.lower()
@@ -81,6 +88,27 @@ class ScriptedModelClient:
 
 
 def _estimate_usage(request: ModelRequest, text: str | None) -> Usage:
-    """Rough token counts (4 characters a token) when the script gives none."""
-    size = len(request.system) + sum(len(m.model_dump_json()) for m in request.messages[-4:])
-    return Usage(input_tokens=max(1, size // 4), output_tokens=max(1, len(text or "") // 4))
+    """Token counts when the script gives none: the engine's estimate of the prompt (what a
+    real provider would count), else a rough one; 4 characters a token for the answer."""
+    inputs = request.estimated_tokens
+    if not inputs:
+        size = len(request.system) + sum(len(m.model_dump_json()) for m in request.messages[-4:])
+        inputs = size // 4
+    return Usage(input_tokens=max(1, inputs), output_tokens=max(1, len(text or "") // 4))
+
+
+SUMMARY_LINE_CHARS = 120
+
+
+def _summary(request: ModelRequest, model_id: str) -> ModelResponse:
+    """An extractive summary: the first line of every transcript entry, cut short."""
+    transcript = request.messages[-1].content if request.messages else ""  # type: ignore[union-attr]
+    lines = [line[:SUMMARY_LINE_CHARS] for line in str(transcript).splitlines() if line.strip()]
+    text = "Summary of the earlier conversation:\n" + "\n".join(
+        line for line in lines if not line.startswith(" ")
+    )
+    return ModelResponse(
+        text=text,
+        usage=Usage(input_tokens=max(1, request.estimated_tokens), output_tokens=len(text) // 4),
+        model_id=model_id,
+    )

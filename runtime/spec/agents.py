@@ -7,6 +7,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, WithJsonSchema, field_validator, model_validator
 
+from runtime.spec.context import CompactionSettings
+from runtime.spec.hooks import HookConfig
 from runtime.spec.models import SpecModel
 from runtime.spec.types import Duration, Name
 
@@ -164,7 +166,15 @@ class AgentConfig(SpecModel):
         None, description="JSON Schema the final answer must satisfy."
     )
     approval: list[ApprovalRule] = Field(default_factory=list)
+    hooks: list[HookConfig] = Field(
+        default_factory=list, description="This agent's hooks, after top-level and defaults ones."
+    )
     session: SessionSettings = Field(default_factory=SessionSettings)
+    compaction: CompactionSettings | None = Field(
+        None,
+        description="Keeps the prompt inside the model's window; the keys it sets change "
+        "defaults.compaction.",
+    )
     storage_prefix: str | None = Field(
         None,
         pattern=r"^[A-Za-z0-9_.\-/{}]+/$",

@@ -40,6 +40,13 @@ class _ModelBase(SpecModel):
     temperature: float | None = Field(None, ge=0, le=2)
     max_tokens: int | None = Field(None, ge=1, le=1_000_000)
     timeout: Duration = Field(60.0, description="Per-request timeout.")
+    context_window: int | None = Field(
+        None,
+        ge=1024,
+        le=100_000_000,
+        description="Tokens the model reads at most; default: known per model, else the "
+        "provider's usual (runtime.models.windows).",
+    )
     fallbacks: list[Name] = Field(
         default_factory=list, description="Other models tried in order when this one fails."
     )

@@ -12,9 +12,11 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from runtime.spec.agents import AgentConfig
+from runtime.spec.context import CompactionSettings
+from runtime.spec.hooks import HookConfig
 from runtime.spec.models import ModelConfig, SpecModel
 from runtime.spec.tools import McpServerConfig, ToolConfig
 from runtime.spec.types import Duration, Name
@@ -39,6 +41,10 @@ class Defaults(SpecModel):
     approval_timeout: Duration = Field(86_400.0, le=31_536_000)
     input_timeout: Duration = Field(86_400.0, le=31_536_000)
     lambda_: LambdaDefaults = Field(default_factory=LambdaDefaults, alias="lambda")
+    hooks: list[HookConfig] = Field(
+        default_factory=list, description="Every agent's hooks, after the top-level ones."
+    )
+    compaction: CompactionSettings = Field(default_factory=CompactionSettings)
 
 
 class SecretConfig(SpecModel):
@@ -97,6 +103,9 @@ class AgentfnSpec(SpecModel):
     models: dict[Name, ModelConfig] = Field(default_factory=dict)
     mcp_servers: dict[Name, McpServerConfig] = Field(default_factory=dict)
     tools: dict[Name, ToolConfig] = Field(default_factory=dict)
+    hooks: list[HookConfig] = Field(
+        default_factory=list, description="Every agent's hooks, first of all (see docs: Hooks)."
+    )
     agents: dict[Name, AgentConfig] = Field(min_length=1)
 
     @field_validator("version", mode="before")
@@ -108,6 +117,25 @@ class AgentfnSpec(SpecModel):
             written = str(value).lower() if isinstance(value, bool) else repr(value)
             raise ValueError(f"version must be the whole number 1, unquoted (got {written})")
         return value
+
+    @model_validator(mode="after")
+    def _agent_compaction_over_defaults(self) -> AgentfnSpec:
+        """An agent's `compaction` changes only the keys it sets; the rest come from
+        defaults.compaction. Resolved once here (all keys then set), so the compiled spec
+        reloads to the same settings."""
+        base = self.defaults.compaction.model_dump()
+        for name, agent in self.agents.items():
+            own = agent.compaction
+            if own is not None and own.model_fields_set != set(CompactionSettings.model_fields):
+                merged = {**base, **own.model_dump(include=own.model_fields_set)}
+                resolved = CompactionSettings.model_validate(merged)
+                self.agents[name] = agent.model_copy(update={"compaction": resolved})
+            if self.agents[name].compaction == self.defaults.compaction:  # the same rules:
+                self.agents[name] = self.agents[name].model_copy(update={"compaction": None})
+        return self
+
+    def compaction_for(self, agent: str) -> CompactionSettings:
+        return self.agents[agent].compaction or self.defaults.compaction
 
     def to_compiled(self) -> dict[str, object]:
         """The JSON-ready form shipped in the Lambda package (aliases kept, so it reloads)."""

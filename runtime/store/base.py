@@ -84,6 +84,32 @@ class ApprovalDecision(BaseModel):
         )
 
 
+class ContextState(BaseModel):
+    """What compaction has done to the run's context (runtime.engine.context). The prompt is
+    derived from this and the persisted messages: nothing pruned is ever rewritten."""
+
+    model_config = ConfigDict(extra="forbid")
+    base: int = 0  # first message sent (and loaded); those before it are in the summary
+    summary_seq: int | None = None  # the summary in force (a SummaryMessage at seq >= base)
+    pruned_before: int = 0  # tool results before this seq are sent as cache placeholders
+    history_pruned: bool = False  # the session history's tool results are placeholders too
+    changed_at: int = 0  # msg_seq when this last changed: answers before it saw another view
+    compactions: int = 0
+    failures: int = 0  # compactions that did not bring the prompt under the threshold
+    answers_before: dict[str, int] = Field(default_factory=dict)  # per agent, before `base`
+
+
+class HookProgress(BaseModel):
+    """How far the automatic hooks of one tool call (keyed by its id) or of the run's start
+    (`@run_start`) have got, committed after each hook that was asked (http, python,
+    lambda) so that a crash never asks one twice: rule hooks are simply evaluated again."""
+
+    model_config = ConfigDict(extra="forbid")
+    done: int = 0  # hooks of the chain already applied
+    denied: str | None = None  # why a hook denied (the chain stops there)
+    arguments: dict[str, Any] | None = None  # the arguments as hooks replaced them
+
+
 class RunHead(BaseModel):
     """The small, bounded record of a run: everything but its messages and events."""
 
@@ -114,6 +140,7 @@ class RunHead(BaseModel):
     clarification: Clarification | None = None
     pending_approval: list[PendingApproval] = Field(default_factory=list)
     decisions: dict[str, ApprovalDecision] = Field(default_factory=dict)
+    hook_decisions: dict[str, HookProgress] = Field(default_factory=dict)  # hooks.py
     task_token: str | None = None  # of the wait state that waits for this run, until used
     generation: int = 0  # the run's current Step Functions execution: 0 is named run_id
     sweep_after: float = 0.0  # when the sweeper should look at a non-terminal run (items.py)
@@ -138,6 +165,7 @@ class RunHead(BaseModel):
     agent_path: list[str] = Field(default_factory=list)  # who handled the run, in order
     usage_by_agent: dict[str, Usage] = Field(default_factory=dict)
     turn_budget: int | None = None  # a child's share of its parent's max_turns
+    context: ContextState = Field(default_factory=ContextState)
 
     @property
     def active_agent(self) -> str:
@@ -188,8 +216,9 @@ class RunStore(Protocol):
         """Raise RunNotFound when there is no such run."""
         ...
 
-    def load_messages(self, head: RunHead) -> list[Message]:
-        """The run's own messages in order (one paginated query)."""
+    def load_messages(self, head: RunHead, start: int = 0) -> list[Message]:
+        """The run's own messages from number `start` on, in order (one paginated query
+        that reads nothing before `start`: a compacted run loads from its summary)."""
         ...
 
     def session_history(self, head: RunHead, limit: int) -> list[Message]:

@@ -122,9 +122,10 @@ class DynamoStore:
                 return
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
-    def load_messages(self, head: RunHead) -> list[Message]:
+    def load_messages(self, head: RunHead, start: int = 0) -> list[Message]:
         pk, sk = it.marker_key(head)
-        found = self._query(pk, "begins_with(sk, :p)", {":p": sk + "#M#"})
+        first = it.message_key(head, start)[1]
+        found = self._query(pk, "sk BETWEEN :lo AND :hi", {":lo": first, ":hi": sk + "#M#~"})
         return [it.decode_message(i, self.blobs) for i in found]
 
     def session_history(self, head: RunHead, limit: int) -> list[Message]:

@@ -41,6 +41,7 @@ class StoreStats:
     items_written: int = 0
     bytes_written: int = 0
     reads: int = 0
+    messages_loaded: int = 0  # messages decoded by load_messages
 
 
 class MemoryStore:
@@ -83,9 +84,12 @@ class MemoryStore:
             found = [self.items[k] for k in keys]
         yield from found
 
-    def load_messages(self, head: RunHead) -> list[Message]:
+    def load_messages(self, head: RunHead, start: int = 0) -> list[Message]:
         pk, sk = it.marker_key(head)
-        return [it.decode_message(i, self.blobs) for i in self._query(pk, sk + "#M#")]
+        first = it.message_key(head, start)[1]
+        found = [i for i in self._query(pk, sk + "#M#") if i["sk"] >= first]
+        self.stats.messages_loaded += len(found)
+        return [it.decode_message(i, self.blobs) for i in found]
 
     def session_history(self, head: RunHead, limit: int) -> list[Message]:
         pk, own = it.marker_key(head)

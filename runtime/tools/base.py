@@ -61,6 +61,13 @@ class ToolContext:
     def idempotency_key(self) -> str:
         return f"{self.run_id}:{self.call_id}"
 
+    @property
+    def cache_key(self) -> str:
+        """Where the call's full output is cached: under the agent (IAM scopes each agent to
+        its prefix), the session and the run, so no other agent, session or run can
+        overwrite or read it, whatever the call ids."""
+        return f"tool-cache/{self.agent}/{self.session_id}/{self.run_id}/{self.call_id}"
+
 
 class Tool(Protocol):
     """A callable tool. `name` is what the model sees (provider-safe, possibly shortened);

@@ -12,6 +12,7 @@ session's outputs.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from runtime.events import preview
@@ -19,6 +20,16 @@ from runtime.tools.base import FunctionTool, ToolContext, ToolError
 
 PAGE_DEFAULT = 10_000
 PAGE_MAX = 50_000
+
+
+_SAFE_ID = re.compile(r"^[A-Za-z0-9_.:\-]{1,200}$")
+
+
+def _run_key(ctx: ToolContext, call_id: str) -> str | None:
+    """Where this run keeps the output of one of its calls (None for an id that is not one)."""
+    if not _SAFE_ID.match(call_id) or ctx.blobs is None:
+        return None
+    return ToolContext(ctx.run_id, ctx.session_id, ctx.agent, call_id).cache_key
 
 
 def _entries(ctx: ToolContext) -> list[Any]:
@@ -42,23 +53,29 @@ async def _list(arguments: dict[str, Any], ctx: ToolContext) -> Any:
 
 
 async def _get(arguments: dict[str, Any], ctx: ToolContext) -> Any:
-    wanted = arguments["id"]
+    wanted = str(arguments["id"])
     entry = next((m for m in _entries(ctx) if m.tool_call_id == wanted), None)
-    if entry is None:
+    # An output pruned from the context (runtime.engine.compaction) is kept under this run's
+    # own prefix by its id, also when its message is before the summary and not loaded.
+    ref = entry.full_output_ref if entry is not None else _run_key(ctx, wanted)
+    try:
+        body = ctx.blobs.get(ref).decode("utf-8", errors="replace") if ref else None
+    except KeyError as exc:
+        if entry is None:
+            body = None
+        else:
+            raise ToolError(f"the cached output {wanted!r} has expired") from exc
+    if body is None:
         raise ToolError(
             f"no cached output with id {wanted!r} in this session; see session_cache_list"
         )
-    try:
-        body = ctx.blobs.get(entry.full_output_ref).decode("utf-8", errors="replace")
-    except KeyError as exc:
-        raise ToolError(f"the cached output {wanted!r} has expired") from exc
     offset = max(0, int(arguments.get("offset", 0)))
     length = min(PAGE_MAX, max(1, int(arguments.get("length", PAGE_DEFAULT))))
     chunk = body[offset : offset + length]
     end = offset + len(chunk)
     return {
         "id": wanted,
-        "tool": entry.tool_name,
+        "tool": entry.tool_name if entry is not None else None,
         "offset": offset,
         "length": len(chunk),
         "total": len(body),

@@ -45,3 +45,22 @@ def test_a_change_to_another_agent_is_compatible_and_the_run_continues() -> None
     head = asyncio.run(Engine(changed, engine.store).advance(run_id))
     assert head.status == "succeeded"
     assert head.spec_hash == spec.spec_hash()  # the run still records what it started with
+
+
+def test_a_setting_left_at_its_default_does_not_change_the_agent_hash() -> None:
+    """A new agentfn version adds settings with defaults (compaction, hooks, context_window):
+    written out at their defaults, or absent, the agent hash is the same, so deploying the
+    upgrade does not end the runs in flight."""
+    from runtime.engine.compat import agent_hash
+
+    spec = make_spec(SCRIPT, tools=["echo"])
+    explicit = _edited(
+        spec,
+        lambda d: (
+            d["agents"]["a"].update(compaction={"threshold": 0.8}, hooks=[]),
+            d["models"]["m"].update(context_window=None),
+        ),
+    )
+    assert agent_hash(explicit, "a") == agent_hash(spec, "a")
+    changed = _edited(spec, lambda d: d["agents"]["a"].update(compaction={"threshold": 0.5}))
+    assert agent_hash(changed, "a") != agent_hash(spec, "a")
