@@ -140,7 +140,8 @@ class Progress:
             return line + (f" · {why}" if why else "")
         if event.type == "run_completed":
             tokens = f"{d['tokens_input']} in / {d['tokens_output']} out tokens"
-            return f"✓ succeeded in {d['turns_used']} turns · {tokens}"
+            cost = f" · ${d['cost_usd']:.4f}" if d.get("cost_usd") else ""
+            return f"✓ succeeded in {d['turns_used']} turns · {tokens}{cost}"
         if event.type == "run_failed":
             return f"✗ {d['error_code']}: {d['error_message']}"
         return None

@@ -188,3 +188,35 @@ def context_problems(spec: AgentfnSpec) -> Iterator[RefProblem]:
                 "tokens), leaving too little for the conversation; offer fewer tools or use a "
                 "model with a larger context_window",
             )
+
+
+def budget_problems(spec: AgentfnSpec) -> Iterator[RefProblem]:
+    """A dollar budget needs a price for every model it would count (the agent's team, their
+    fallbacks and compaction models); unpriced calls would cost nothing and pass it."""
+    from runtime.spec.graph import agent_closure, model_closure
+
+    owners: list[tuple[Path_, str | None, Any]] = [
+        (("defaults", "budget"), None, spec.defaults.budget)
+    ]
+    owners += [(("agents", n, "budget"), n, a.budget) for n, a in spec.agents.items()]
+    for path, owner, budget in owners:
+        if budget is None:
+            continue
+        dollars = budget.max_cost_usd is not None or (
+            budget.session is not None and budget.session.max_cost_usd is not None
+        )
+        if not dollars:
+            continue
+        agents = {
+            a for n in ([owner] if owner else list(spec.agents)) for a in agent_closure(spec, n)
+        }
+        models = set(model_closure(spec, sorted(agents)))
+        models |= {m for a in agents if (m := spec.compaction_for(a).model)}
+        unpriced = sorted(m for m in models if spec.models[m].price is None)
+        if unpriced:
+            yield RefProblem(
+                path,
+                f"a budget in dollars needs the price of every model it counts; "
+                f"{', '.join(unpriced)} {'has' if len(unpriced) == 1 else 'have'} none in the "
+                "genai-prices data set: set models.NAME.price (input_per_mtok, output_per_mtok)",
+            )

@@ -18,8 +18,9 @@ from pydantic import BaseModel, ValidationError
 
 from infra.hook_checks import check_hooks
 from infra.issues import SpecIssue, did_you_mean, format_path
+from infra.prices import with_prices
 from infra.references import check_references
-from infra.run_limits import context_problems
+from infra.run_limits import budget_problems, context_problems
 from infra.yamlsrc import Path_, YamlLoadError, load_yaml, read_spec_text
 from runtime.spec import AgentfnSpec
 from runtime.spec.types import NAME_PATTERN, SECRET_REF_PATTERN
@@ -84,7 +85,8 @@ def validate_text(text: str, file: str, project_dir: Path) -> ValidationResult:
         )
 
     if spec is not None and not issues:  # on a valid spec: windows need resolved models
-        for problem in context_problems(spec):
+        spec = with_prices(spec)
+        for problem in [*context_problems(spec), *budget_problems(spec)]:
             _where, position = source.locate(problem.path, key=problem.at_key)
             issues.append(
                 SpecIssue(

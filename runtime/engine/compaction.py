@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from runtime.engine import context as ctx
 from runtime.engine.commits import RunCursor
+from runtime.engine.cost import call_cost, charged
 from runtime.engine.toolrun import cache_key
 from runtime.engine.toolsets import Toolsets
 from runtime.errors import ModelError
@@ -164,8 +165,12 @@ class Compaction(Toolsets):
         data.update(after=after, ok=ok, failures=state.failures)
         events: list[tuple[EventType, dict[str, Any]]] = [("context_compacted", data)]
         update: dict[str, Any] = {"context": state}
-        if usage.input_tokens or usage.output_tokens:
+        if new:  # the summary's tokens and cost count like any model call's
             update["usage"] = head.usage + usage
+            written = new[0]
+            assert isinstance(written, SummaryMessage)
+            cost = call_cost(self.spec.models[written.model].price, usage)
+            update.update(charged(head, written.model, run.agent, cost))
         run.head = self._commit(head, new, events, update=update)
         if new:
             run.messages = [*run.messages[state.base - run.base :], *new]

@@ -24,20 +24,19 @@ from runtime.clock import Clock, SystemClock
 from runtime.engine import output as out
 from runtime.engine.commits import BudgetSpent, RunCursor
 from runtime.engine.compat import agent_hash
+from runtime.engine.cost import call_cost, charged, check_budget, next_call
 from runtime.engine.interventions import Interventions
 from runtime.engine.prompt import FINAL_TURN_NOTE, render_system_prompt, team_prompt
 from runtime.engine.result import build_result
 from runtime.engine.state import (
     answer_text,
     answers_of,
+    doom_loop,
     own_call_ids,
     pending_calls,
-    recent_calls,
-    same_call,
 )
 from runtime.engine.team import MovedOn
 from runtime.errors import (
-    DoomLoop,
     MaxTurnsExceeded,
     OutputInvalid,
     RunError,
@@ -50,7 +49,6 @@ from runtime.messages import (
     AssistantMessage,
     Message,
     SummaryMessage,
-    ToolCall,
     Usage,
     UserMessage,
 )
@@ -64,7 +62,6 @@ from runtime.tools.base import Tool
 
 MAX_CONTINUATIONS = 3
 MAX_CORRECTIONS = 2
-DOOM_REPEATS = 3
 
 
 class Engine(Interventions):
@@ -123,8 +120,11 @@ class Engine(Interventions):
             input_preview=preview(text, 200),
         )
         chain = self._route_input(agent, text)
-        if chain is None and session_id is not None:
-            chain = self.store.session_chain(agent, session_id)  # who has the session now
+        if session_id is not None:
+            session = self.store.session_state(agent, session_id)
+            head.session_spent = session.spent  # what the session's budget has used
+            if chain is None:
+                chain = session.chain  # who has the session now
         if chain and chain != [agent]:
             head.chain, head.agent_path = chain, list(chain)
         data: dict[str, Any] = {
@@ -253,6 +253,8 @@ class Engine(Interventions):
         system = team_prompt(head, config.system_prompt, system, self.clock.now())
         system += FINAL_TURN_NOTE if final_turn else ""
         messages, estimated = await self._fit(run, system, specs)
+        model_name = self.spec.model_for(agent)
+        check_budget(self.spec, run.head, next_call(self.spec, model_name, estimated))
         earlier = run.head.context.answers_before.get(agent, 0)  # answers before the summary
         request = ModelRequest(
             system=system,
@@ -262,6 +264,7 @@ class Engine(Interventions):
             allow_tools=not final_turn,
             estimated_tokens=estimated,
         )
+        started = self.clock.monotonic()
         try:
             model, response = await self._bounded(
                 run, request_with_fallbacks(self._models_for(run), request, self.clock)
@@ -278,6 +281,8 @@ class Engine(Interventions):
                 run, request_with_fallbacks(self._models_for(run), request, self.clock)
             )
         head = run.head  # a compaction committed
+        duration_ms = int((self.clock.monotonic() - started) * 1000)
+        cost = call_cost(self.spec.models[model.name].price, response.usage)
         answer = AssistantMessage(
             text=response.text,
             tool_calls=own_call_ids(response.tool_calls),
@@ -301,6 +306,8 @@ class Engine(Interventions):
                     "tool_calls": [c.name for c in response.tool_calls],
                     "usage": response.usage.model_dump(),
                     "stop_reason": response.stop_reason,
+                    "duration_ms": duration_ms,
+                    "cost_usd": round(cost, 6),
                 },
             )
         )
@@ -313,6 +320,7 @@ class Engine(Interventions):
             "usage_by_agent": by_agent,
             "model_used": answer.model_id,
             "help_request": None,  # the supervisor has read it
+            **charged(head, model.name, agent, cost),
         }
         new: list[Message] = [answer]
         failure: RunError | None = None
@@ -324,7 +332,7 @@ class Engine(Interventions):
                     "on its final turn"
                 )
             else:
-                failure = self._doom_check(run.messages, answer.tool_calls)
+                failure = doom_loop(run.messages, answer.tool_calls)
         else:
             failure = self._conclude(run, answer, update, new, events)
             if update.get("status") == "succeeded":
@@ -335,19 +343,6 @@ class Engine(Interventions):
         finished = update.get("status", "running") != "running"
         run.head = self._commit(head, new, events, update=update, release=finished)
         run.messages.extend(new)
-
-    def _doom_check(self, messages: list[Message], calls: list[ToolCall]) -> RunError | None:
-        sequence = recent_calls(messages, DOOM_REPEATS - 1) + calls
-        for end in range(len(sequence) - len(calls), len(sequence)):
-            if end + 1 < DOOM_REPEATS:
-                continue
-            window = sequence[end - DOOM_REPEATS + 1 : end + 1]
-            if all(same_call(window[0], other) for other in window[1:]):
-                return DoomLoop(
-                    f"the model called {window[0].name} with the same arguments "
-                    f"{DOOM_REPEATS} times in a row"
-                )
-        return None
 
     def _conclude(
         self,
@@ -389,6 +384,7 @@ class Engine(Interventions):
                     "turns_used": update["turn"],
                     "tokens_input": usage.input_tokens,
                     "tokens_output": usage.output_tokens,
+                    "cost_usd": round(update["cost_usd"], 6),
                 },
             )
         )

@@ -76,6 +76,9 @@ def build_result(head: RunHead, messages: list[Message], blobs: BlobStore) -> di
     out["model_used"] = head.model_used
     out["tokens_input"] = head.usage.input_tokens
     out["tokens_output"] = head.usage.output_tokens
+    out["cost_usd"] = round(head.cost_usd, 6)
+    if head.cost_by_model:
+        out["cost_by_model"] = {k: round(v, 6) for k, v in head.cost_by_model.items()}
     if head.warnings:
         out["warnings"] = list(head.warnings)
     if head.agent_path or head.usage_by_agent or head.parent_run_id:
@@ -97,6 +100,7 @@ def team_fields(head: RunHead, messages: list[Message]) -> dict[str, Any]:
             name: {"tokens_input": u.input_tokens, "tokens_output": u.output_tokens}
             for name, u in head.usage_by_agent.items()
         },
+        "cost_by_agent": {k: round(v, 6) for k, v in head.cost_by_agent.items()},
         "child_run_ids": [
             m.child_run_id for m in messages if isinstance(m, ToolResultMessage) and m.child_run_id
         ]

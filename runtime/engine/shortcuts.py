@@ -115,6 +115,7 @@ class Shortcuts(TeamPhase):
                     "turns_used": head.turn,
                     "tokens_input": head.usage.input_tokens,
                     "tokens_output": head.usage.output_tokens,
+                    "cost_usd": round(head.cost_usd, 6),
                     "direct": True,
                 },
             ),

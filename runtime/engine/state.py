@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+from runtime.errors import DoomLoop
 from runtime.messages import (
     AssistantMessage,
     Message,
@@ -87,3 +88,22 @@ def answers_of(messages: list[Message], agent: str, entry: str) -> int:
     return sum(
         1 for m in messages if isinstance(m, AssistantMessage) and (m.agent or entry) == agent
     )
+
+
+#: The same call (tool and arguments) this many times in a row ends the run DOOM_LOOP.
+DOOM_REPEATS = 3
+
+
+def doom_loop(messages: list[Message], calls: list[ToolCall]) -> DoomLoop | None:
+    """The doom loop the new calls would complete, if any (looks back only as far as needed)."""
+    sequence = recent_calls(messages, DOOM_REPEATS - 1) + calls
+    for end in range(len(sequence) - len(calls), len(sequence)):
+        if end + 1 < DOOM_REPEATS:
+            continue
+        window = sequence[end - DOOM_REPEATS + 1 : end + 1]
+        if all(same_call(window[0], other) for other in window[1:]):
+            return DoomLoop(
+                f"the model called {window[0].name} with the same arguments "
+                f"{DOOM_REPEATS} times in a row"
+            )
+    return None

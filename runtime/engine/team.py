@@ -30,6 +30,7 @@ from typing import Any
 
 from runtime.engine.commits import BudgetSpent, RunCursor
 from runtime.engine.compat import agent_hash
+from runtime.engine.cost import child_budget
 from runtime.engine.result import final_result
 from runtime.engine.tool_phase import ToolPhase
 from runtime.engine.toolrun import error_result
@@ -232,6 +233,7 @@ class TeamPhase(ToolPhase):
             depth=parent.delegation_depth + 1,
             ancestors=[*parent.ancestors, *(parent.chain or [parent.agent])],
             turn_budget=max(1, self._max_turns(parent) - parent.turn),
+            budget_left=child_budget(self.spec, parent),
         )
         data = {
             "agent": ref.agent,
@@ -281,6 +283,11 @@ class TeamPhase(ToolPhase):
         results: list[Message] = []
         events: Events = []
         usage, by_agent, turns = head.usage, dict(head.usage_by_agent), head.turn
+        costs: dict[str, Any] = {
+            "cost_usd": head.cost_usd,
+            "cost_by_model": dict(head.cost_by_model),
+            "cost_by_agent": dict(head.cost_by_agent),
+        }
         for child in children:
             call = calls[child.parent_call_id or ""]
             if child.status == "succeeded":
@@ -313,6 +320,10 @@ class TeamPhase(ToolPhase):
             for name, used in (child.usage_by_agent or {child.agent: child.usage}).items():
                 by_agent[name] = by_agent.get(name, Usage()) + used
             turns += child.turn
+            costs["cost_usd"] += child.cost_usd
+            for key in ("cost_by_model", "cost_by_agent"):
+                for name, cost in getattr(child, key).items():
+                    costs[key][name] = costs[key].get(name, 0.0) + cost
         events.append(("step_completed", {"turn": turn}))
         update = {
             "status": "running",
@@ -320,6 +331,7 @@ class TeamPhase(ToolPhase):
             "usage": usage,
             "usage_by_agent": by_agent,
             "turn": turns,
+            **costs,
         }
         run.head = self._commit(head, results, events, update=update)
         run.messages.extend(results)

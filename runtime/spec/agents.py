@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, WithJsonSchema, field_validator, model_validator
 
+from runtime.spec.budget import BudgetSettings
 from runtime.spec.context import CompactionSettings
 from runtime.spec.hooks import HookConfig
 from runtime.spec.models import SpecModel
@@ -170,6 +171,9 @@ class AgentConfig(SpecModel):
         default_factory=list, description="This agent's hooks, after top-level and defaults ones."
     )
     session: SessionSettings = Field(default_factory=SessionSettings)
+    budget: BudgetSettings | None = Field(
+        None, description="What a run of this agent may spend; default: defaults.budget."
+    )
     compaction: CompactionSettings | None = Field(
         None,
         description="Keeps the prompt inside the model's window; the keys it sets change "

@@ -36,6 +36,16 @@ MAX_TOKENS_FIELD_HELP = (
 )
 
 
+class Price(SpecModel):
+    """US dollars per million tokens. `agentfn build` fills it in from the genai-prices
+    data set for the models it knows; write it for private or negotiated prices."""
+
+    input_per_mtok: float = Field(ge=0)
+    output_per_mtok: float = Field(ge=0)
+    cache_read_per_mtok: float | None = Field(None, ge=0)
+    source: str | None = Field(None, description="Where the figures come from (informative).")
+
+
 class _ModelBase(SpecModel):
     temperature: float | None = Field(None, ge=0, le=2)
     max_tokens: int | None = Field(None, ge=1, le=1_000_000)
@@ -51,6 +61,7 @@ class _ModelBase(SpecModel):
         default_factory=list, description="Other models tried in order when this one fails."
     )
     retry: RetrySettings = Field(default_factory=RetrySettings)
+    price: Price | None = Field(None, description="Default: from the genai-prices data set.")
 
 
 class BedrockModel(_ModelBase):

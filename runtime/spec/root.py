@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from runtime.spec.agents import AgentConfig
+from runtime.spec.budget import BudgetSettings
 from runtime.spec.context import CompactionSettings
 from runtime.spec.hooks import HookConfig
 from runtime.spec.models import ModelConfig, SpecModel
@@ -45,6 +46,7 @@ class Defaults(SpecModel):
         default_factory=list, description="Every agent's hooks, after the top-level ones."
     )
     compaction: CompactionSettings = Field(default_factory=CompactionSettings)
+    budget: BudgetSettings | None = Field(None, description="What a run may spend.")
 
 
 class SecretConfig(SpecModel):
@@ -133,6 +135,9 @@ class AgentfnSpec(SpecModel):
             if self.agents[name].compaction == self.defaults.compaction:  # the same rules:
                 self.agents[name] = self.agents[name].model_copy(update={"compaction": None})
         return self
+
+    def budget_for(self, agent: str) -> BudgetSettings | None:
+        return self.agents[agent].budget or self.defaults.budget
 
     def compaction_for(self, agent: str) -> CompactionSettings:
         return self.agents[agent].compaction or self.defaults.compaction

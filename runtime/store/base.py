@@ -84,6 +84,25 @@ class ApprovalDecision(BaseModel):
         )
 
 
+class Spend(BaseModel):
+    """Tokens (input and output) and US dollars: what budgets count."""
+
+    model_config = ConfigDict(extra="forbid")
+    tokens: int = 0
+    cost_usd: float = 0.0
+
+    def __add__(self, other: Spend) -> Spend:
+        return Spend(tokens=self.tokens + other.tokens, cost_usd=self.cost_usd + other.cost_usd)
+
+
+class SessionState(BaseModel):
+    """Who has a session's conversation and what its finished runs spent."""
+
+    model_config = ConfigDict(extra="forbid")
+    chain: list[str] = Field(default_factory=list)
+    spent: Spend = Field(default_factory=Spend)
+
+
 class ContextState(BaseModel):
     """What compaction has done to the run's context (runtime.engine.context). The prompt is
     derived from this and the persisted messages: nothing pruned is ever rewritten."""
@@ -166,6 +185,18 @@ class RunHead(BaseModel):
     usage_by_agent: dict[str, Usage] = Field(default_factory=dict)
     turn_budget: int | None = None  # a child's share of its parent's max_turns
     context: ContextState = Field(default_factory=ContextState)
+    # ---- cost and budgets ----
+    cost_usd: float = 0.0  # the whole team's, children and summaries included
+    cost_by_model: dict[str, float] = Field(default_factory=dict)
+    cost_by_agent: dict[str, float] = Field(default_factory=dict)
+    session_spent: Spend = Field(default_factory=Spend)  # earlier runs', when this one began
+    budget_left: Spend | None = None  # a child's: what its parent's budget had left for it
+
+    @property
+    def spent(self) -> Spend:
+        return Spend(
+            tokens=self.usage.input_tokens + self.usage.output_tokens, cost_usd=self.cost_usd
+        )
 
     @property
     def active_agent(self) -> str:
@@ -234,9 +265,9 @@ class RunStore(Protocol):
         """At most `limit` events after number `after` (reads no more than it returns)."""
         ...
 
-    def session_chain(self, agent: str, session_id: str) -> list[str]:
+    def session_state(self, agent: str, session_id: str) -> SessionState:
         """Who had the session's conversation when its last run ended (its handoff chain;
-        empty: the agent itself, or a new session)."""
+        empty: the agent itself, or a new session) and what its finished runs spent."""
         ...
 
     def due_runs(self, now: float, limit: int = 500) -> list[str]:

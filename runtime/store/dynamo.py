@@ -14,7 +14,7 @@ from runtime.errors import RunNotFound, StateConflict
 from runtime.events import Event
 from runtime.messages import Message
 from runtime.store import items as it
-from runtime.store.base import Commit, RunHead
+from runtime.store.base import Commit, RunHead, SessionState
 
 
 def _to_ddb(item: it.Item) -> dict[str, Any]:
@@ -156,12 +156,12 @@ class DynamoStore:
                 break
         return events
 
-    def session_chain(self, agent: str, session_id: str) -> list[str]:
+    def session_state(self, agent: str, session_id: str) -> SessionState:
         pk, sk = it.session_state_key(agent, session_id)
         answer = self._ddb.get_item(
             TableName=self._table, Key={"pk": {"S": pk}, "sk": {"S": sk}}, ConsistentRead=True
         )
-        return it.decode_session_chain(_from_ddb(answer["Item"]) if "Item" in answer else None)
+        return it.decode_session_state(_from_ddb(answer["Item"]) if "Item" in answer else None)
 
     def due_runs(self, now: float, limit: int = 500) -> list[str]:
         found: list[str] = []

@@ -31,7 +31,7 @@ from typing import Any
 
 from runtime.events import Event
 from runtime.messages import Message, UserMessage, as_earlier, message_from_dict
-from runtime.store.base import TERMINAL, BlobStore, Commit, RunHead
+from runtime.store.base import TERMINAL, BlobStore, Commit, RunHead, SessionState, Spend
 
 BODY_LIMIT = 8 * 1024
 PREVIEW = 1024
@@ -165,16 +165,17 @@ def commit_items(commit: Commit, blobs: BlobStore) -> tuple[Item, list[Item], li
     if head.status in TERMINAL and head.parent_run_id is None:
         # Who has the session's conversation now: the next run starts with them.
         pk, sk = session_state_key(head.agent, head.session_id)
-        doc = json.dumps({"chain": head.chain, "run_id": head.run_id})
+        spent = head.session_spent + head.spent  # the session's runs, this one included
+        doc = json.dumps({"chain": head.chain, "run_id": head.run_id, "spent": spent.model_dump()})
         upserts.append({"pk": pk, "sk": sk, "expires_at": head.expires_at, "doc": doc})
     return head_item(head), new, upserts
 
 
-def decode_session_chain(item: Item | None) -> list[str]:
+def decode_session_state(item: Item | None) -> SessionState:
     if item is None:
-        return []
-    chain: list[str] = json.loads(item["doc"]).get("chain") or []
-    return chain
+        return SessionState()
+    doc = json.loads(item["doc"])
+    return SessionState(chain=doc.get("chain") or [], spent=Spend(**(doc.get("spent") or {})))
 
 
 def session_history(newest_first: Iterable[Item], limit: int, blobs: BlobStore) -> list[Message]:

@@ -14,7 +14,7 @@ from runtime.errors import RunNotFound, StateConflict
 from runtime.events import Event
 from runtime.messages import Message
 from runtime.store import items as it
-from runtime.store.base import Commit, RunHead
+from runtime.store.base import Commit, RunHead, SessionState
 
 
 class MemoryBlobs:
@@ -102,8 +102,8 @@ class MemoryStore:
         found = [i for i in self._query(pk, "EV#") if i["sk"] >= start][:limit]
         return [it.decode_event(i, self.blobs) for i in found]
 
-    def session_chain(self, agent: str, session_id: str) -> list[str]:
-        return it.decode_session_chain(self.items.get(it.session_state_key(agent, session_id)))
+    def session_state(self, agent: str, session_id: str) -> SessionState:
+        return it.decode_session_state(self.items.get(it.session_state_key(agent, session_id)))
 
     def due_runs(self, now: float, limit: int = 500) -> list[str]:
         due = it.sweep_at(now)
