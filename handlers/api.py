@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from handlers import observe
 from handlers.api_requests import (
     _HEADERS,
     IDEMPOTENCY_HEADER,
@@ -77,7 +78,8 @@ def idempotency_store(table: str, client: Any = None) -> Any:
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     if too_large(event):  # before parsing anything: a request's size is bounded
         return too_large_answer()
-    return _resolver()(event, context)
+    with observe.invocation(context):  # the run's keys on its lines; metrics at the end
+        return _resolver()(event, context)
 
 
 def the_service() -> Any:
@@ -177,9 +179,18 @@ def _resolver() -> Handler:
     if "resolve" not in _built:
         with _build_lock:
             if "resolve" not in _built:
-                _build()
+                _built.update(_build())
     resolve: Handler = _built["resolve"]
     return resolve
+
+
+def container() -> Handler:
+    """A handler with a resolver of its own, like another warm container of the function:
+    a resolver holds the request it serves, so it serves one at a time (`agentfn dev` serves
+    requests at once, each in a container of its own: infra.dev_concurrency)."""
+    with _build_lock:
+        resolve: Handler = _build()["resolve"]
+    return lambda event, ctx: too_large_answer() if too_large(event) else resolve(event, ctx)
 
 
 def _openapi_json() -> str:
@@ -189,7 +200,7 @@ def _openapi_json() -> str:
     return str(_built["openapi"])
 
 
-def _build() -> None:
+def _build() -> dict[str, Any]:
     """The resolver, models and routes. Powertools reads the annotations to validate requests
     and write the document: no `from __future__ import annotations` in this module."""
     from typing import Annotated
@@ -363,8 +374,7 @@ def _build() -> None:
         retry = {"Retry-After": "1"} if status == 409 and "status" not in body else None
         return Response(status_code=status, content_type=JSON, body=body, headers=retry)
 
-    _built["app"] = app
-    _built["resolve"] = logger.inject_lambda_context(clear_state=True)(app.resolve)
+    return {"app": app, "resolve": logger.inject_lambda_context(clear_state=True)(app.resolve)}
 
 
 def _document(app: Any) -> str:

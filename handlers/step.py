@@ -26,8 +26,10 @@ def configure(service: Any) -> None:
 
 
 def build_service_from_environment() -> Any:
-    import boto3
-
+    """The RunService of this function; its AWS clients are made when a step first uses
+    them (handlers.clients), so a cold start pays only for those it needs."""
+    from handlers import observe
+    from handlers.clients import LazyClient
     from runtime.engine.loop import Engine
     from runtime.secrets import protect_logs
     from runtime.service import RunService
@@ -41,9 +43,9 @@ def build_service_from_environment() -> Any:
         os.environ.get("AGENTFN_SPEC_PATH", os.path.join(root, "agentfn.spec.json"))
     )
     store = DynamoStore(
-        boto3.client("dynamodb"),
+        LazyClient("dynamodb"),
         os.environ["AGENTFN_TABLE"],
-        S3Blobs(boto3.client("s3"), os.environ["AGENTFN_BUCKET"]),
+        S3Blobs(LazyClient("s3"), os.environ["AGENTFN_BUCKET"]),
     )
     stack = Stack(
         function_prefix=os.environ.get("AGENTFN_FUNCTION_PREFIX", ""),
@@ -52,11 +54,11 @@ def build_service_from_environment() -> Any:
     )
     agent = os.environ.get("AGENTFN_AGENT") or None
     return RunService(
-        Engine(spec, store, scope=agent),
+        Engine(spec, store, scope=agent, listener=observe.listener(store)),  # metrics
         stack,
-        sfn=boto3.client("stepfunctions"),
-        lambda_client=boto3.client("lambda"),
-        events=boto3.client("events"),
+        sfn=LazyClient("stepfunctions"),
+        lambda_client=LazyClient("lambda"),
+        events=LazyClient("events"),
         agent=agent,
     )
 
@@ -67,9 +69,15 @@ class StepFailed(Exception):
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     global _service
-    if _service is None:
-        _service = build_service_from_environment()
-    return _handle(_service, event, context)
+    from handlers import observe  # here, not at import: the cold start's import stays small
+
+    with observe.invocation(context, str(event.get("run_id") or "")):  # logs keys, metrics
+        if _service is None:
+            _service = build_service_from_environment()
+        result = _handle(_service, event, context)
+        action = str(event.get("action", "advance"))[:40]
+        logging.getLogger("agentfn.step").info("task %s: run %s", action, result.get("status"))
+        return result
 
 
 def handler_for(service: Any) -> Any:

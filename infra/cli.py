@@ -123,7 +123,8 @@ def cmd_build(args: argparse.Namespace) -> int:
         return 1
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(text, encoding="utf-8")
-    package = stage_package(spec, Path(args.file).resolve().parent, output.resolve().parent)
+    project, where = Path(args.file).resolve().parent, output.resolve().parent
+    package = stage_package(spec, project, where, args.runtime)
     _err(f"wrote {output} ({len(spec.agents)} agents) and staged the Lambda package in {package}")
     _err("next: sam validate --lint && sam build && sam deploy --guided")
     return 0

@@ -39,6 +39,7 @@ DEFAULT_AWS_PORT = 5005
 STAGE = "dev"
 MAX_BODY_BYTES = 10 * 1024 * 1024  # API Gateway's payload limit
 SHUTDOWN_GRACE_SECONDS = 10.0
+LISTEN_BACKLOG = 1024  # connections waiting to be accepted, on either port
 
 Handler = Callable[[dict[str, Any], Any], Any]
 Answer = tuple[int, list[tuple[str, str]], bytes]
@@ -128,13 +129,13 @@ def proxy_event(
 
 
 class ApiBridge:
-    """Calls the API handler as API Gateway + Lambda do, one request at a time: Powertools'
-    resolver keeps the current event on its class, so it is not thread-safe (and one at a
-    time is what one warm Lambda container does)."""
+    """Calls the API handler as API Gateway + Lambda do: each request in a warm container of
+    its own (infra.dev_concurrency), so requests are served at once, as deployed."""
 
-    def __init__(self, handler: Handler):
-        self.handler = handler
-        self.lock = threading.Lock()
+    def __init__(self, new_container: Callable[[], Handler]):
+        from infra.dev_concurrency import ApiContainers
+
+        self.containers = ApiContainers(new_container)
 
     def __call__(self, event: dict[str, Any]) -> Answer:
         from infra.local_lambda import LocalContext
@@ -142,9 +143,7 @@ class ApiBridge:
         context = LocalContext("agentfn-api", timeout_ms=29_000)
         context.aws_request_id = event["requestContext"]["requestId"]
         try:
-            with self.lock:
-                answer = self.handler(event, context)
-            return _http_answer(answer)
+            return _http_answer(self.containers(event, context))
         except Exception:  # what API Gateway answers for a crashed or malformed integration
             traceback.print_exc(file=sys.stderr)
             body = json.dumps({"message": "Internal server error"}).encode()
@@ -188,17 +187,21 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
     def _send(self, answer: Answer, started: float) -> None:
         status, headers, raw = answer
-        self.send_response(status)
-        for name, value in headers:
-            if name.lower() not in _HOP_BY_HOP:
-                self.send_header(name, value)
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(raw)
+        note = ""
+        try:
+            self.send_response(status)
+            for name, value in headers:
+                if name.lower() not in _HOP_BY_HOP:
+                    self.send_header(name, value)
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(raw)
+        except (BrokenPipeError, ConnectionResetError):
+            note = ", the caller had gone"
         took = (time.monotonic() - started) * 1000
-        line = f"{time.strftime('%H:%M:%S')} {self.command} {self.path} → {status} ({took:.0f} ms)"
-        print(line, file=sys.stderr, flush=True)
+        line = f"{time.strftime('%H:%M:%S')} {self.command} {self.path} → {status}"
+        print(f"{line} ({took:.0f} ms{note})", file=sys.stderr, flush=True)
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # _send writes one line per request
@@ -206,9 +209,13 @@ class _RequestHandler(BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_HEAD = _serve
 
 
+class _ApiServer(ThreadingHTTPServer):
+    request_queue_size = LISTEN_BACKLOG  # socketserver's 5 reset a burst of connections
+
+
 def make_http_server(bridge: ApiBridge, port: int, host: str = HOST) -> ThreadingHTTPServer:
     handler = type("ApiRequestHandler", (_RequestHandler,), {"bridge": bridge})
-    return ThreadingHTTPServer((host, port), handler)
+    return _ApiServer((host, port), handler)
 
 
 # ---- the AWS side --------------------------------------------------------------------------
@@ -224,9 +231,14 @@ class MotoServer:
         from moto.moto_server.werkzeug_app import MotoRequestHandler, create_backend_app
         from werkzeug.serving import make_server
 
+        from infra.dev_concurrency import serialized
+        from infra.local_dynamodb import install
+
+        install()  # moto's DynamoDB without its table-wide copies (infra.local_dynamodb)
         logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no access log per AWS call
-        app = Application(create_backend_app)
-        with socket.create_server((host, port)) as bound:  # werkzeug would sys.exit on OSError
+        app = serialized(Application(create_backend_app))
+        bound = socket.create_server((host, port), backlog=LISTEN_BACKLOG)
+        with bound:  # werkzeug would sys.exit on OSError
             self.server = make_server(
                 host, port, app, True, request_handler=MotoRequestHandler, fd=bound.fileno()
             )
@@ -317,7 +329,7 @@ def dev_command(args: argparse.Namespace) -> int:
     try:
         aws = MotoServer(args.aws_port)
         where = f"{HOST}:{args.port} (--port)"
-        api = make_http_server(ApiBridge(handlers.api.handler), args.port)
+        api = make_http_server(ApiBridge(handlers.api.container), args.port)
     except OSError as exc:
         if aws is not None:
             aws.server.server_close()
@@ -374,6 +386,5 @@ def serve(
                 api.shutdown()
             api.server_close()
             stop_all(SHUTDOWN_GRACE_SECONDS)  # cancel runs: no signal reaches their MCP servers
-            if bridge.lock.acquire(timeout=SHUTDOWN_GRACE_SECONDS):  # a request may finish
-                bridge.lock.release()
+            bridge.containers.wait_idle(SHUTDOWN_GRACE_SECONDS)  # requests may finish
             aws.stop()

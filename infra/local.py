@@ -29,9 +29,10 @@ _MOTO_LOCK = threading.RLock()
 class Serialized:
     """A boto3 client whose calls take one process-wide lock.
 
-    moto's backends are not thread-safe (a DynamoDB transaction deep-copies the table while
-    another thread may be writing to it), and the embedded stack runs state machine
-    executions in threads. Real AWS needs no such lock; only the embedded one uses this.
+    moto's backends are not thread-safe (a transaction's undo log, infra.local_dynamodb,
+    assumes no other write in between), and the embedded stack runs state machine
+    executions in threads. Real AWS needs no such lock; only the embedded one uses this
+    (`agentfn dev`'s moto server has its own: infra.dev_concurrency).
     """
 
     def __init__(self, client: Any):
@@ -140,8 +141,10 @@ def embedded_aws() -> Iterator[AwsClients]:
     }
     os.environ.update({"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"})
     os.environ.pop("AWS_SESSION_TOKEN", None)
+    from infra.local_dynamodb import install
     from infra.local_lambda import dispatching
 
+    install()  # moto's DynamoDB without its table-wide copies (infra.local_dynamodb)
     config: Any = {
         "lambda": {"use_docker": False},
         "stepfunctions": {"execute_state_machine": True},

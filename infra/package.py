@@ -1,9 +1,18 @@
-"""Stage the Lambda code package: only what runs.
+"""Stage what `sam build` builds: the functions' code and the dependency layers.
 
-`template.yaml` points every function at `.agentfn/package/` (CodeUri). This module fills
-that folder with `runtime/`, `handlers/`, the project's tools package, the compiled spec and
-a `requirements.txt` that `sam build` installs. Tests, `infra/`, moto and the CLI's own
-build-time dependencies (PyYAML, jsonschema) never reach a Lambda.
+`template.yaml` points every function at `.agentfn/package/` (CodeUri) and each layer at
+`.agentfn/layers/<name>/` (infra.sam.layers). This module fills those folders:
+
+- the package: `runtime/`, `handlers/`, the project's tools package and the compiled spec,
+  with a Makefile that copies them and compiles them with the runtime's Python. Tests,
+  `infra/`, moto and the CLI's own build-time dependencies (PyYAML, jsonschema) never reach
+  a Lambda, nor do third-party packages: those are in the layers.
+- each layer: a Makefile, `layer.json` (requirements, those of the layer beneath, the
+  platform, what to prune) and `layer_build.py` (infra.layer_build), which installs and
+  compiles it.
+
+`python3.X` (the runtime's Python) must be on PATH for `sam build`, as for any Python
+function SAM builds; `sam build --use-container` brings its own.
 
 A large template's state machine definitions go next to it, in `.agentfn/statemachines/`
 (outside the Lambda package), where its `DefinitionUri`s point.
@@ -16,48 +25,89 @@ import shutil
 from pathlib import Path
 
 import handlers
+import infra.layer_build
 import runtime
+from infra.sam.layers import LAYERS_DIR, Layer, layers
 from infra.sam.template import PACKAGE_DIR, SPEC_FILE, STATE_MACHINES_DIR, definition_files
 from runtime.spec import AgentfnSpec
 
-#: What the Lambda functions import at run time (boto3 comes with the Lambda runtime).
-RUNTIME_REQUIREMENTS = (
-    "pydantic>=2.7,<3",
-    "aws-lambda-powertools>=3.0,<4",
-    "httpx>=0.27,<1",
-    "fastjsonschema>=2.19",
-)
-MCP_REQUIREMENT = "mcp>=2.0,<3"
-
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".DS_Store")
+BUILDER = "layer_build.py"
+#: Amazon Linux's glibc under each Lambda Python runtime (2 for 3.11, 2023 after).
+GLIBC_MINOR = {"python3.11": 26}
+GLIBC_MINOR_AL2023 = 34
 
 
 def requirements(spec: AgentfnSpec) -> list[str]:
-    reqs = list(RUNTIME_REQUIREMENTS)
-    if spec.mcp_servers:
-        reqs.append(MCP_REQUIREMENT)
-    return reqs
+    """Every third-party requirement of the stack's functions (boto3 comes with Lambda)."""
+    return [r for layer in layers(spec) for r in layer.requirements]
 
 
-def stage_package(spec: AgentfnSpec, project_dir: Path, template_dir: Path) -> Path:
-    """(Re)create the package folder next to the template and return its path."""
+def stage_package(
+    spec: AgentfnSpec, project_dir: Path, template_dir: Path, runtime_name: str | None = None
+) -> Path:
+    """(Re)create the package and layer folders next to the template; the package's path."""
+    python = runtime_name or spec.deployment.runtime
     target = template_dir / PACKAGE_DIR
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
+    names = []
     for package in (runtime, handlers):
         assert package.__file__ is not None
         source = Path(package.__file__).resolve().parent
         shutil.copytree(source, target / source.name, ignore=_IGNORE)
+        names.append(source.name)
     tools = project_dir / spec.tools_package
     if tools.is_dir():
         shutil.copytree(tools, target / spec.tools_package, ignore=_IGNORE)
+        names.append(spec.tools_package)
     (target / SPEC_FILE).write_text(
         json.dumps(spec.to_compiled(), indent=1, sort_keys=True) + "\n", encoding="utf-8"
     )
-    (target / "requirements.txt").write_text("\n".join(requirements(spec)) + "\n", encoding="utf-8")
+    names.append(SPEC_FILE)
+    code = f'$(PYTHON) {BUILDER} code "$(ARTIFACTS_DIR)" {" ".join(sorted(names))}'
+    _makefile(target, python, "build-%", code, "the functions' code (every function's)")
+    stage_layers(spec, template_dir, python)
     stage_definitions(spec, template_dir)
     return target
+
+
+def stage_layers(spec: AgentfnSpec, template_dir: Path, runtime_name: str) -> None:
+    folder = template_dir / LAYERS_DIR
+    if folder.exists():
+        shutil.rmtree(folder)
+    for layer in layers(spec):
+        target = template_dir / layer.path
+        target.mkdir(parents=True)
+        (target / "layer.json").write_text(
+            json.dumps(layer_config(spec, layer, runtime_name), indent=1) + "\n", encoding="utf-8"
+        )
+        command = f'$(PYTHON) {BUILDER} layer "$(ARTIFACTS_DIR)"'
+        _makefile(target, runtime_name, f"build-{layer.logical_id}", command, layer.logical_id)
+
+
+def layer_config(spec: AgentfnSpec, layer: Layer, runtime_name: str) -> dict[str, object]:
+    return {
+        "requirements": list(layer.requirements),
+        "lower": list(layer.lower),
+        "prune": list(layer.prune),
+        "python": runtime_name.removeprefix("python"),
+        "architecture": spec.deployment.architecture,
+        "glibc_minor": GLIBC_MINOR.get(runtime_name, GLIBC_MINOR_AL2023),
+    }
+
+
+def _makefile(folder: Path, runtime_name: str, target: str, command: str, what: str) -> None:
+    """A Makefile for `sam build` (BuildMethod: makefile), and the builder it runs."""
+    assert infra.layer_build.__file__ is not None
+    shutil.copy(infra.layer_build.__file__, folder / BUILDER)
+    (folder / "Makefile").write_text(
+        f"# GENERATED by `agentfn build`: how `sam build` builds {what}.\n"
+        f"# PYTHON: the functions' runtime ({runtime_name}), so bytecode fits it.\n"
+        f"PYTHON ?= {runtime_name}\n\n{target}:\n\t{command}\n",
+        encoding="utf-8",
+    )
 
 
 def stage_definitions(spec: AgentfnSpec, template_dir: Path) -> None:

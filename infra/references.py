@@ -268,6 +268,8 @@ def _resolves_secrets(path: Path_) -> bool:
         return True
     if path[:1] == ("mcp_servers",) and path[2:] == ("oauth", "client_secret"):
         return True
+    if len(path) == 4 and path[:3] == ("deployment", "telemetry", "headers"):
+        return True  # runtime.observability resolves them when it builds its exporter
     return is_hook_header(path) or (len(path) == 3 and path[0] == "models" and path[2] == "api_key")
 
 
@@ -280,7 +282,7 @@ def _check_secrets(root: dict[str, Any]) -> Iterator[RefProblem]:
                 "a secret reference here would be sent as written: ${secret:NAME} is resolved "
                 "only in HTTP tool and MCP server `headers`, MCP server `env` and model "
                 "`api_key` values (and an MCP server's `oauth.client_secret`, http hooks' "
-                "`headers`)",
+                "`headers`, `deployment.telemetry.headers`)",
             )
         for name in SECRET_REF_RE.findall(text):
             if name not in declared:

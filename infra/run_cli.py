@@ -64,8 +64,11 @@ class Progress:
         self.enabled = enabled
         self.tag_runs = tag_runs  # many runs at once (`agentfn dev`): start lines with the run
         self._depth: dict[str, int] = {}
+        self.run_id: str | None = None  # the first run started (the caller's): --trace
 
     def __call__(self, event: Event) -> None:
+        if self.run_id is None and event.type == "run_started":
+            self.run_id = event.run_id
         if not self.enabled:
             return
         line = self._line(event)
@@ -174,6 +177,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--aws", action="store_true", help="use real AWS (AGENTFN_TABLE, AGENTFN_BUCKET)"
     )
+    parser.add_argument(
+        "--trace", action="store_true", help="print a waterfall of the run at the end (stderr)"
+    )
 
 
 def _print_result(result: dict[str, Any], as_json: bool) -> None:
@@ -197,12 +203,24 @@ def run_command(args: argparse.Namespace, spec: AgentfnSpec) -> int:
     try:
         with sigterm_as_interrupt():
             if args.aws:
-                return _drive(Engine(spec, real_aws().store(), listener=progress), args, text)
+                engine = Engine(spec, real_aws().store(), listener=progress)
+                return _traced(engine, args, text, progress)
             with embedded_aws() as clients:
-                return _drive(Engine(spec, clients.store(), listener=progress), args, text)
+                engine = Engine(spec, clients.store(), listener=progress)
+                return _traced(engine, args, text, progress)
     except Terminated:
         print("stopped by SIGTERM", file=sys.stderr)
         return EXIT_TERMINATED
+
+
+def _traced(engine: Any, args: argparse.Namespace, text: str, progress: Progress) -> int:
+    """The run, then with --trace its waterfall (infra.waterfall) on stderr."""
+    code = _drive(engine, args, text)
+    if args.trace and progress.run_id:
+        from infra.waterfall import waterfall
+
+        print("\n" + waterfall(engine.store, progress.run_id), file=sys.stderr)
+    return code
 
 
 def _drive(engine: Any, args: argparse.Namespace, text: str) -> int:

@@ -3,7 +3,10 @@ and never logged.
 
 Order: an environment override `AGENTFN_SECRET_<NAME>` (NAME upper-cased, non-alphanumerics
 as `_`; for local runs and tests), then Secrets Manager or SSM Parameter Store as the spec
-declares (through Powertools Parameters, imported only when a secret is first needed).
+declares (boto3, imported and its client made only when a secret is first needed; each value
+is read again after CACHE_SECONDS). Two boto3 calls do not need Powertools Parameters, whose
+layer only the API function takes (infra.sam.layers): an agent that reads a secret ships
+without it.
 
 Every value resolved is remembered for the life of the process, whichever resolver read
 it (the engine builds one per model and one for tools), so one Redactor covers every secret
@@ -16,6 +19,7 @@ import logging
 import os
 import re
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -35,14 +39,33 @@ def env_name(name: str) -> str:
     return "AGENTFN_SECRET_" + re.sub(r"[^A-Za-z0-9]", "_", name).upper()
 
 
+_fetched: dict[tuple[str, str], tuple[float, str]] = {}  # (source, id) → (read again at, value)
+_clients: dict[str, Any] = {}
+_fetch_lock = threading.Lock()
+
+
 def _fetch_from_aws(source: str, target: str) -> str:
+    """A secret's or a SecureString parameter's value, cached for CACHE_SECONDS."""
+    now = time.monotonic()
+    with _fetch_lock:
+        cached = _fetched.get((source, target))
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        client = _clients.get(source)
+        if client is None:
+            import boto3
+
+            service = "ssm" if source == "ssm" else "secretsmanager"
+            client = _clients[source] = boto3.client(service)
     if source == "ssm":
-        from aws_lambda_powertools.utilities import parameters
-
-        return str(parameters.get_parameter(target, decrypt=True, max_age=CACHE_SECONDS))
-    from aws_lambda_powertools.utilities import parameters
-
-    return str(parameters.get_secret(target, max_age=CACHE_SECONDS))
+        value = str(client.get_parameter(Name=target, WithDecryption=True)["Parameter"]["Value"])
+    else:
+        answer = client.get_secret_value(SecretId=target)
+        binary = answer.get("SecretBinary")
+        value = str(answer["SecretString"]) if binary is None else binary.decode("utf-8")
+    with _fetch_lock:
+        _fetched[(source, target)] = (now + CACHE_SECONDS, value)
+    return value
 
 
 _lock = threading.Lock()
@@ -78,6 +101,9 @@ def forget_all() -> None:
     with _lock:
         _resolved.clear()
         _current = Redactor()
+    with _fetch_lock:
+        _fetched.clear()
+        _clients.clear()
 
 
 class SecretResolver:

@@ -22,6 +22,7 @@ from runtime.engine.commits import wait_until
 from runtime.engine.loop import Engine
 from runtime.errors import InvalidRequest, StateConflict, WrongState
 from runtime.executions import Executions
+from runtime.observability import logs
 from runtime.stack import Stack
 from runtime.store.base import PAUSED, TERMINAL, RunHead
 from runtime.teams import TeamOrchestration
@@ -213,9 +214,10 @@ class RunService(Executions, TeamOrchestration):
     def advance(self, run_id: str, budget: float) -> RunHead:
         import asyncio
 
-        before = self.engine.store.load_head(run_id).status
+        loaded = self.engine.store.load_head(run_id)
+        logs.bind_head(loaded)  # the run's keys on every log line of this advance (deployed)
         head = asyncio.run(self.engine.advance(run_id, budget))
-        if head.status != before:
+        if head.status != loaded.status:
             self.notify(head)
         return head
 
@@ -262,6 +264,7 @@ class RunService(Executions, TeamOrchestration):
         for attempt in range(DECISION_RETRIES):
             try:
                 head: RunHead = operation()
+                logs.bind_head(head)
                 return head
             except StateConflict:
                 if attempt + 1 == DECISION_RETRIES:

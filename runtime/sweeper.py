@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from runtime.engine.commits import STALE_AFTER_SECONDS
 from runtime.errors import StateConflict
+from runtime.observability import logs
 from runtime.store.base import TERMINAL
 
 if TYPE_CHECKING:
@@ -64,7 +65,8 @@ class Sweeper:
         for run_id in self.engine.store.due_runs(now, limit):
             report.checked += 1
             try:
-                self._settle(run_id, now, report)
+                with logs.scope(run_id):  # its keys on the lines about it (deployed)
+                    self._settle(run_id, now, report)
             except StateConflict:
                 report.healthy += 1  # it changed while we looked: someone is on it
             except Exception:  # one bad run must not stop the sweep
@@ -75,6 +77,7 @@ class Sweeper:
 
     def _settle(self, run_id: str, now: float, report: SweepReport) -> None:
         head = self.engine.store.load_head(run_id)
+        logs.bind_head(head)
         if head.status in TERMINAL or head.sweep_after > now:
             report.healthy += 1
             return

@@ -48,6 +48,8 @@ def agent_secrets(spec: AgentfnSpec, agent: str) -> list[str]:
     for _, hook in agent_hooks(spec, agent):  # the agent's own function asks its hooks
         if isinstance(hook, HttpHook):
             used |= _referenced_secrets(hook.headers)
+    if spec.deployment.telemetry is not None:  # the function resolves its exporter's headers
+        used |= _referenced_secrets(spec.deployment.telemetry.headers)
     return sorted(used)
 
 
@@ -145,6 +147,16 @@ def agent_statements(spec: AgentfnSpec, agent: str) -> list[dict[str, Any]]:
                 "Effect": "Allow",
                 "Action": ["ssm:GetParameter", "ssm:GetParameters"],
                 "Resource": by_source["ssm"],
+            }
+        )
+    telemetry = spec.deployment.telemetry
+    if telemetry is not None and telemetry.xray:  # spans to X-Ray's OTLP endpoint, SigV4
+        statements.append(
+            {
+                "Sid": "WriteSpansToXRay",
+                "Effect": "Allow",
+                "Action": ["xray:PutSpans", "xray:PutSpansForIndexing"],
+                "Resource": "*",
             }
         )
     return statements

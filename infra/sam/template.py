@@ -27,7 +27,7 @@ from typing import Any
 import yaml
 
 from infra.naming import NAME_PREFIX, agent_function_id, agent_state_machine_id, logical_id
-from infra.sam import api, asl, data, functions
+from infra.sam import api, asl, data, functions, layers, monitoring
 from infra.sam.api import ACCESS_LOGS, API, API_FUNCTION
 from infra.sam.data import BUCKET, IDEMPOTENCY_TABLE, TABLE, table_resource
 from infra.sam.intrinsics import arn, ref, sub
@@ -59,6 +59,7 @@ def definition_path(agent: str) -> str:
 
 def build_template(spec: AgentfnSpec, *, runtime: str | None = None) -> dict[str, Any]:
     _check_names(spec)
+    runtime = runtime or spec.deployment.runtime
     resources: dict[str, Any] = {}
     resources[TABLE] = table_resource()
     resources[IDEMPOTENCY_TABLE] = data.idempotency_table_resource()
@@ -68,8 +69,11 @@ def build_template(spec: AgentfnSpec, *, runtime: str | None = None) -> dict[str
     resources[API] = api.api(spec)
     if spec.deployment.access_logs:
         resources[ACCESS_LOGS] = _log_group(spec, "api-access")
-    resources[API_FUNCTION] = api.api_function(spec)
-    resources[functions.SWEEPER] = functions.sweeper_function(spec)
+    for layer in layers.layers(spec):
+        resources[layer.logical_id] = layers.layer_resource(spec, layer, runtime)
+    resources[API_FUNCTION] = layers.built_by_makefile(api.api_function(spec), [])
+    resources[functions.SWEEPER] = layers.built_by_makefile(functions.sweeper_function(spec), [])
+    resources.update(monitoring.resources(spec))  # dashboard and alarms: not per agent
     outputs: dict[str, Any] = {
         "ApiUrl": {
             "Description": "Base URL of the agentfn API",
@@ -88,11 +92,15 @@ def build_template(spec: AgentfnSpec, *, runtime: str | None = None) -> dict[str
             "Value": ref(FUNCTION_LOGS),
         },
     }
+    outputs.update(monitoring.outputs(spec))
     files = definition_files(spec)
     for agent in spec.agents:
         function_id = agent_function_id(agent)
         machine_id = agent_state_machine_id(agent)
-        resources[function_id] = functions.agent_function(spec, agent)
+        extra = layers.agent_layers(spec, agent)
+        resources[function_id] = layers.built_by_makefile(
+            functions.agent_function(spec, agent), extra
+        )
         path = definition_path(agent)
         resources[machine_id] = functions.state_machine(spec, agent, path if files else None)
         outputs[f"Agent{logical_id(agent)}StateMachineArn"] = {
@@ -128,10 +136,16 @@ def _globals(spec: AgentfnSpec, runtime: str | None) -> dict[str, Any]:
             "Runtime": runtime or d.runtime,
             "Architectures": [d.architecture],
             "CodeUri": PACKAGE_DIR,
+            "Layers": [ref(layer.logical_id) for layer in layers.EVERY_FUNCTION],
             "MemorySize": spec.defaults.lambda_.memory,
             "Timeout": int(spec.defaults.lambda_.timeout),
             "Tracing": "Active" if d.tracing else "PassThrough",
-            "LoggingConfig": {"LogFormat": "JSON", "LogGroup": ref(FUNCTION_LOGS)},
+            "LoggingConfig": {
+                "LogFormat": "JSON",
+                "LogGroup": ref(FUNCTION_LOGS),
+                # Lambda's level wins over Powertools' (and filters its JSON lines): both.
+                "ApplicationLogLevel": "WARN" if d.log_level == "WARNING" else d.log_level,
+            },
             "Environment": {
                 "Variables": {
                     "AGENTFN_TABLE": ref(TABLE),
@@ -142,7 +156,8 @@ def _globals(spec: AgentfnSpec, runtime: str | None) -> dict[str, Any]:
                     "AGENTFN_FUNCTION_PREFIX": sub(NAME_PREFIX),
                     "AGENTFN_STATE_MACHINE_PREFIX": arn("states", f"stateMachine:{NAME_PREFIX}"),
                     "POWERTOOLS_SERVICE_NAME": "agentfn",
-                    "POWERTOOLS_LOG_LEVEL": "INFO",
+                    "POWERTOOLS_LOG_LEVEL": d.log_level,
+                    "AGENTFN_STACK_NAME": ref("AWS::StackName"),  # the metrics' `service`
                 }
             },
         },

@@ -54,8 +54,8 @@ from runtime.messages import (
 )
 from runtime.models.base import Model, ModelRequest, ToolSpec
 from runtime.models.failures import ContextOverflow
-from runtime.models.retry import request_with_fallbacks
 from runtime.naming import new_run_id
+from runtime.observability.tracing import tracer_for
 from runtime.spec import AgentfnSpec
 from runtime.store.base import TERMINAL, RunHead, RunStore
 from runtime.tools.base import Tool
@@ -84,7 +84,8 @@ class Engine(Interventions):
         self.spec = spec
         self.store = store
         self.clock = clock or SystemClock()
-        self.listener = listener
+        self._tracer = tracer_for(spec, self.clock, secrets)  # None: telemetry is off
+        self.listener = listener if self._tracer is None else self._tracer.listening(listener)
         self.lease_seconds = lease_seconds
         self.owner = uuid.uuid4().hex
         self._models = models
@@ -118,6 +119,7 @@ class Engine(Interventions):
             # waits are cut to end before then (commits.wait_until).
             expires_at=int(now + (config.session.ttl or self.spec.deployment.retention)),
             input_preview=preview(text, 200),
+            trace=self._tracer.new_ref(now) if self._tracer else None,
         )
         chain = self._route_input(agent, text)
         if session_id is not None:
@@ -164,6 +166,8 @@ class Engine(Interventions):
             run.history = self.store.session_history(head, limit)
         try:
             async with AsyncExitStack() as connections:  # MCP sessions close on every exit
+                if self._tracer is not None:  # the advance's span (and the run's, at its end)
+                    connections.enter_context(self._tracer.advance(run))
                 if run.head.status == "awaiting_children":
                     await self._collect_children(run)
                 while run.head.status == "running":
@@ -266,9 +270,7 @@ class Engine(Interventions):
         )
         started = self.clock.monotonic()
         try:
-            model, response = await self._bounded(
-                run, request_with_fallbacks(self._models_for(run), request, self.clock)
-            )
+            model, response = await self._bounded(run, self._request(run, request))
         except ContextOverflow:  # compact (prune, then summarise) and ask once more
             compactions = run.head.context.compactions
             request.messages, request.estimated_tokens = await self._fit(
@@ -277,9 +279,7 @@ class Engine(Interventions):
             if run.head.context.compactions == compactions:
                 raise  # it had stopped trying: nothing changed
             request.attempt = 1  # a new attempt at this answer (the scripted index reads it)
-            model, response = await self._bounded(
-                run, request_with_fallbacks(self._models_for(run), request, self.clock)
-            )
+            model, response = await self._bounded(run, self._request(run, request))
         head = run.head  # a compaction committed
         duration_ms = int((self.clock.monotonic() - started) * 1000)
         cost = call_cost(self.spec.models[model.name].price, response.usage)

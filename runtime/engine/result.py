@@ -81,6 +81,8 @@ def build_result(head: RunHead, messages: list[Message], blobs: BlobStore) -> di
         out["cost_by_model"] = {k: round(v, 6) for k, v in head.cost_by_model.items()}
     if head.warnings:
         out["warnings"] = list(head.warnings)
+    if head.trace is not None:  # deployment.telemetry: find the run in the tracing backend
+        out["trace_id"] = head.trace.trace_id
     if head.agent_path or head.usage_by_agent or head.parent_run_id:
         out.update(team_fields(head, messages))
     if head.status == "awaiting_approval":

@@ -234,6 +234,7 @@ class TeamPhase(ToolPhase):
             ancestors=[*parent.ancestors, *(parent.chain or [parent.agent])],
             turn_budget=max(1, self._max_turns(parent) - parent.turn),
             budget_left=child_budget(self.spec, parent),
+            trace=self._tracer.child_ref(parent) if self._tracer else None,  # the parent's trace
         )
         data = {
             "agent": ref.agent,

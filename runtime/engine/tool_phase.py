@@ -17,8 +17,10 @@ from runtime.engine.commits import BudgetSpent, RunCursor, wait_until
 from runtime.engine.compaction import Compaction
 from runtime.engine.hooks import HookPhase
 from runtime.engine.toolrun import error_result, execute, find_reusable, reuse_result
+from runtime.engine.traced import Traced
 from runtime.events import preview
 from runtime.messages import AssistantMessage, ToolCall, ToolResultMessage
+from runtime.observability.tracing import NOT_TRACED
 from runtime.spec import AgentfnSpec
 from runtime.store.base import Clarification, PendingApproval
 from runtime.tools.base import Tool, ToolContext
@@ -33,7 +35,7 @@ OUTCOME_UNKNOWN = (
 )
 
 
-class ToolPhase(Compaction, HookPhase):
+class ToolPhase(Compaction, HookPhase, Traced):
     """The tool side of Engine (split out to keep modules small)."""
 
     spec: AgentfnSpec
@@ -310,7 +312,8 @@ class ToolPhase(Compaction, HookPhase):
             update["hook_decisions"] = {
                 k: v for k, v in run.head.hook_decisions.items() if k != result.tool_call_id
             }
-        run.head = self._commit(run.head, [result], events, update=update)
+        with self._tracer.tool(run, result) if self._tracer else NOT_TRACED:
+            run.head = self._commit(run.head, [result], events, update=update)
         run.messages.append(result)
 
     def _pause_for_clarification(self, run: RunCursor, call: ToolCall) -> None:

@@ -24,8 +24,9 @@ from runtime.spec.models import RetrySettings
 
 MAX_RETRY_AFTER = 60.0
 
-#: Called before each retry sleep: (model name, attempt, error, delay seconds).
-RetryListener = Callable[[str, int, ModelError, float], None]
+#: Called before each retry sleep: (model name, attempt, error, delay seconds); and with
+#: delay None when a model is given up (the next of the chain, if any, is tried next).
+RetryListener = Callable[[str, int, ModelError, float | None], None]
 
 
 def backoff(settings: RetrySettings, attempt: int, retry_after: float | None) -> float:
@@ -60,6 +61,8 @@ async def request_with_fallbacks(
             except ModelError as exc:
                 last = exc
                 break
+        if on_retry and last is not None:
+            on_retry(model.name, attempt, last, None)
     assert last is not None
     names = ", ".join(m.name for m, _ in chain)
     raise ModelError(f"every model failed ({names}); last error: {last}") from last

@@ -162,6 +162,7 @@ class AgentConfig(SpecModel):
     )
     max_turns: int | None = Field(None, ge=1, le=1000)
     tool_timeout: Duration | None = None
+    tool_parallelism: int | None = Field(None, ge=1, le=256, description="Sync tool calls at once.")
     tool_result_max_chars: int | None = Field(None, ge=100)
     output_schema: dict[str, Any] | None = Field(
         None, description="JSON Schema the final answer must satisfy."

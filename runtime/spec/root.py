@@ -19,6 +19,8 @@ from runtime.spec.budget import BudgetSettings
 from runtime.spec.context import CompactionSettings
 from runtime.spec.hooks import HookConfig
 from runtime.spec.models import ModelConfig, SpecModel
+from runtime.spec.monitoring import MonitoringSettings
+from runtime.spec.telemetry import TelemetrySettings
 from runtime.spec.tools import McpServerConfig, ToolConfig
 from runtime.spec.types import Duration, Name
 
@@ -38,6 +40,7 @@ class Defaults(SpecModel):
         3, ge=1, le=10, description="How many delegations deep a team may go (handoffs, asks)."
     )
     tool_timeout: Duration = 30.0
+    tool_parallelism: int = Field(16, ge=1, le=256, description="Sync tool calls run at once.")
     tool_result_max_chars: int = Field(50_000, ge=100)
     approval_timeout: Duration = Field(86_400.0, le=31_536_000)
     input_timeout: Duration = Field(86_400.0, le=31_536_000)
@@ -92,6 +95,11 @@ class Deployment(SpecModel):
         description="API Gateway access logs (JSON). Needs the account's API Gateway "
         "CloudWatch Logs role, set once per account and region (see README).",
     )
+    telemetry: TelemetrySettings | None = Field(
+        None, description="Traces of every run (OpenTelemetry GenAI; OTLP, X-Ray). Absent: off."
+    )
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    monitoring: MonitoringSettings = Field(default_factory=MonitoringSettings)
 
 
 class AgentfnSpec(SpecModel):

@@ -129,6 +129,17 @@ class HookProgress(BaseModel):
     arguments: dict[str, Any] | None = None  # the arguments as hooks replaced them
 
 
+class TraceRef(BaseModel):
+    """Where a run's spans go (runtime.observability.tracing): one trace for the whole run,
+    whichever process advances it after whatever pause. `span_id` is the run's root span,
+    emitted when the run ends, under `parent_span_id` (a child run: its parent's root)."""
+
+    model_config = ConfigDict(extra="forbid")
+    trace_id: str  # 32 hex digits, the first 8 the start's epoch seconds (X-Ray accepts it)
+    span_id: str  # 16 hex digits
+    parent_span_id: str | None = None
+
+
 class RunHead(BaseModel):
     """The small, bounded record of a run: everything but its messages and events."""
 
@@ -191,6 +202,7 @@ class RunHead(BaseModel):
     cost_by_agent: dict[str, float] = Field(default_factory=dict)
     session_spent: Spend = Field(default_factory=Spend)  # earlier runs', when this one began
     budget_left: Spend | None = None  # a child's: what its parent's budget had left for it
+    trace: TraceRef | None = None  # set at the start when deployment.telemetry is on
 
     @property
     def spent(self) -> Spend:

@@ -7,17 +7,25 @@ can read; the template grants `lambda:InvokeFunction` on exactly these functions
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from runtime.spec.tools import LambdaTool
 from runtime.tools.base import FunctionTool, RichOutput, ToolContext, ToolError
+from runtime.tools.threads import DEFAULT_PARALLELISM, pool, run_blocking
 
 
-def lambda_tool(name: str, config: LambdaTool, client: Callable[[], Any]) -> FunctionTool:
-    """`client` returns a boto3 Lambda client (created on first use, reused after)."""
+def lambda_tool(
+    name: str,
+    config: LambdaTool,
+    client: Callable[[], Any],
+    threads: ThreadPoolExecutor | None = None,
+) -> FunctionTool:
+    """`client` returns a boto3 Lambda client (created on first use, reused after); the
+    invoke blocks, in `threads` (the agent's pool, runtime.tools.threads)."""
+    executor = threads or pool("", DEFAULT_PARALLELISM)
 
     def invoke(arguments: dict[str, Any], ctx: ToolContext) -> Any:
         payload = {
@@ -46,7 +54,7 @@ def lambda_tool(name: str, config: LambdaTool, client: Callable[[], Any]) -> Fun
         return result
 
     async def call(arguments: dict[str, Any], ctx: ToolContext) -> Any:
-        return await asyncio.to_thread(invoke, arguments, ctx)  # boto3 blocks
+        return await run_blocking(executor, invoke, arguments, ctx)  # boto3 blocks
 
     return FunctionTool(
         name=name,

@@ -6,15 +6,16 @@ way to import and call an arbitrary module.
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import inspect
 import types
 import typing
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from runtime.spec.tools import PYTHON_HANDLER_RE, PythonTool
 from runtime.tools.base import FunctionTool, ToolContext, ToolError
+from runtime.tools.threads import DEFAULT_PARALLELISM, pool, run_blocking
 
 _JSON_TYPES: dict[Any, str] = {
     str: "string",
@@ -65,14 +66,22 @@ def schema_from_signature(func: Any) -> dict[str, Any]:
     }
 
 
-def python_tool(name: str, config: PythonTool, package: str) -> FunctionTool:
+def python_tool(
+    name: str, config: PythonTool, package: str, threads: ThreadPoolExecutor | None = None
+) -> FunctionTool:
+    """A sync function runs in `threads` (the agent's pool, runtime.tools.threads)."""
     func = resolve_handler(config.handler, package)
     schema = config.input_schema or schema_from_signature(func)
+    if inspect.iscoroutinefunction(func):
 
-    async def invoke(arguments: dict[str, Any], ctx: ToolContext) -> Any:
-        if inspect.iscoroutinefunction(func):
+        async def invoke(arguments: dict[str, Any], ctx: ToolContext) -> Any:
             return await func(**arguments)
-        return await asyncio.to_thread(func, **arguments)
+
+    else:
+        executor = threads or pool("", DEFAULT_PARALLELISM)
+
+        async def invoke(arguments: dict[str, Any], ctx: ToolContext) -> Any:
+            return await run_blocking(executor, func, **arguments)
 
     return FunctionTool(
         name=name,

@@ -40,6 +40,7 @@ def build_toolset(
     config = spec.agents[agent]
     tools: dict[str, Tool] = {}
     wanted_cache = False
+    parallelism = config.tool_parallelism or spec.defaults.tool_parallelism
     for ref in config.tools:
         if ref.startswith("mcp:"):
             continue
@@ -65,16 +66,19 @@ def build_toolset(
         tool_config = spec.tools[ref]
         if isinstance(tool_config, PythonTool):
             from runtime.tools.python_tool import python_tool
+            from runtime.tools.threads import pool
 
-            tools[ref] = python_tool(ref, tool_config, spec.tools_package)
+            threads = pool(agent, parallelism)
+            tools[ref] = python_tool(ref, tool_config, spec.tools_package, threads)
         elif isinstance(tool_config, HttpTool):
             from runtime.tools.http_tool import http_tool
 
             tools[ref] = http_tool(ref, tool_config, secrets)
         elif isinstance(tool_config, LambdaTool):
             from runtime.tools.lambda_tool import lambda_tool
+            from runtime.tools.threads import pool
 
-            tools[ref] = lambda_tool(ref, tool_config, lambda_client)
+            tools[ref] = lambda_tool(ref, tool_config, lambda_client, pool(agent, parallelism))
         # Reuse from the cache only for read-only tools, and only when the spec asks for it;
         # such a tool's outputs are then always kept whole, so there is something to reuse.
         if tool_config.cache_reuse and tool_config.effect == "read_only":

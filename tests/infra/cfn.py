@@ -30,9 +30,10 @@ template = json.load(sys.stdin)
 # Local artifacts become S3 locations, as `sam package` (and `sam validate`) make them.
 template["Globals"]["Function"]["CodeUri"] = "s3://bucket/package.zip"
 for resource in template["Resources"].values():
-    uri = resource.get("Properties", {}).get("DefinitionUri")
-    if isinstance(uri, str) and not uri.startswith("s3://"):
-        resource["Properties"]["DefinitionUri"] = "s3://bucket/" + uri
+    for key in ("DefinitionUri", "ContentUri"):
+        uri = resource.get("Properties", {}).get(key)
+        if isinstance(uri, str) and not uri.startswith("s3://"):
+            resource["Properties"][key] = "s3://bucket/" + uri
 json.dump(transform(template, {}, NoManagedPolicies()), sys.stdout, sort_keys=True)
 """
 

@@ -86,21 +86,33 @@ def test_build_stages_only_what_runs(tmp_path: Path) -> None:
     assert run_agentfn("build", cwd=project).returncode == 0
     package = project / ".agentfn" / "package"
     assert sorted(p.name for p in package.iterdir()) == [
+        "Makefile",  # how sam build builds it: compiled by the runtime's Python
         "agentfn.spec.json",
         "handlers",
-        "requirements.txt",
+        "layer_build.py",
         "runtime",
         "tools",
     ]
     assert not list(package.rglob("__pycache__"))
     assert not list(package.rglob("test_*.py"))
-    lines = (package / "requirements.txt").read_text().splitlines()
-    names = {re.split(r"[<>=\[]", line)[0].lower() for line in lines}
-    assert {"pydantic", "httpx", "mcp", "aws-lambda-powertools", "fastjsonschema"} <= names
-    assert not names & {"moto", "pytest", "cfn-lint", "pyyaml", "jsonschema", "boto3"}
+    assert not (package / "requirements.txt").exists()  # dependencies are in the layers
     compiled = json.loads((package / "agentfn.spec.json").read_text())
     assert compiled["agents"]["support"]["max_turns"] == 8
     assert (package / "tools" / "billing.py").exists()
+    layers = project / ".agentfn" / "layers"
+    wanted: dict[str, set[str]] = {}
+    for folder in sorted(layers.iterdir()):
+        config = json.loads((folder / "layer.json").read_text())
+        wanted[folder.name] = {re.split(r"[<>=\[]", r)[0].lower() for r in config["requirements"]}
+        assert config["python"] == "3.13" and config["architecture"] == "arm64"
+        assert (folder / "Makefile").exists() and (folder / "layer_build.py").exists()
+    assert wanted == {
+        "dependencies": {"pydantic", "httpx", "fastjsonschema"},
+        "powertools": {"aws-lambda-powertools"},
+        "mcp": {"mcp"},
+    }
+    everything = set().union(*wanted.values())
+    assert not everything & {"moto", "pytest", "cfn-lint", "pyyaml", "jsonschema", "boto3"}
 
 
 def test_schema_prints_json_schema_and_check_detects_drift(tmp_path: Path) -> None:

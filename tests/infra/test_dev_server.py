@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ from infra.dev_server import match_route, proxy_event
 from tests.helpers import ROOT, wait_for
 
 START_TIMEOUT = 30.0
+TERMINAL = {"succeeded", "failed", "cancelled"}
 AGENTFN = [sys.executable, "-m", "infra.cli"]
 
 
@@ -272,3 +274,28 @@ def test_the_demo_team_works_over_http_and_its_progress_nests_per_agent(dev: Dev
         f"{tag}  ⇠ billing asks support for help",
     ):
         assert line in log, log
+
+
+def test_fifty_demo_runs_started_at_once_are_all_answered_and_all_succeed(dev: Dev) -> None:
+    """Every connection is accepted (no reset from a short listen backlog) and answered;
+    runs still going when their inline wait ends finish on their state machines."""
+    answers: dict[int, httpx.Response] = {}
+
+    def start(n: int) -> None:
+        answers[n] = httpx.post(
+            f"{dev.api}/agents/orders/runs",
+            json={"input": f"Where is my grinder? (customer {n})", "wait_seconds": 10},
+            timeout=90,
+        )
+
+    threads = [threading.Thread(target=start, args=(n,)) for n in range(50)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert sorted(answers) == list(range(50))
+    assert {a.status_code for a in answers.values()} <= {200, 202}
+    for answer in answers.values():
+        run_id = answer.json()["run_id"]
+        done = wait_for(lambda r=run_id: _run(dev, r)["status"] in TERMINAL, what="the run's end")
+        assert _run(dev, run_id)["status"] == "succeeded", done

@@ -2,7 +2,10 @@
 
 These run the real tools the README's test command installs (cfn-lint in .venv, the SAM
 CLI in .tools/sam). `sam build` uses this machine's Python, so the template is generated
-with `--runtime` matching it, exactly as a developer would on a machine without Docker.
+with `--runtime` matching it, exactly as a developer would on a machine without Docker. It
+runs the Makefiles `agentfn build` stages (the functions' code, compiled; the dependency
+layers, installed by pip for the functions' platform), so it needs `make`, as SAM does for
+any `BuildMethod: makefile`.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -18,6 +22,7 @@ import pytest
 from tests.helpers import DEMO_SPEC, FULL_SPEC, ROOT, run_agentfn, tool_path
 
 LOCAL_RUNTIME = f"python{sys.version_info.major}.{sys.version_info.minor}"
+TAG = sys.implementation.cache_tag
 SPECS = {"demo": DEMO_SPEC, "full": FULL_SPEC}
 
 
@@ -72,6 +77,7 @@ def test_sam_validate_lint_passes(name: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(shutil.which("make") is None, reason="sam build runs Makefiles: no make")
 @pytest.mark.parametrize("name", list(SPECS))
 def test_sam_build_succeeds_and_packages_only_what_runs(name: str, tmp_path: Path) -> None:
     project = _project(name, tmp_path, runtime=LOCAL_RUNTIME)
@@ -93,16 +99,30 @@ def test_sam_build_succeeds_and_packages_only_what_runs(name: str, tmp_path: Pat
     api = built / "ApiFunction"
     assert (api / "handlers" / "api.py").exists()
     assert (api / "runtime" / "spec" / "root.py").exists()
+    assert (api / "runtime" / "spec" / "__pycache__" / f"root.{TAG}.pyc").exists()
     assert (api / "agentfn.spec.json").exists()
     assert (api / "tools").is_dir()
-    assert (api / "pydantic").is_dir() and (api / "aws_lambda_powertools").is_dir()
-    absent = ["infra", "tests", "moto", "cfnlint", "samcli"]
-    assert (api / "mcp").is_dir()  # both specs use an MCP server
+    absent = ["infra", "tests", "moto", "cfnlint", "samcli", "pydantic", "mcp", "Makefile"]
     for module in absent:
         assert not (api / module).exists(), module
+    assert _zipped(api) < 1_000_000  # a function's own code
+    layers = {
+        layer: built / f"{layer}Layer" / "python" for layer in ("Dependencies", "Powertools", "Mcp")
+    }
+    assert (layers["Dependencies"] / "pydantic" / "main.pyc").exists()  # bytecode only
+    assert not (layers["Dependencies"] / "pydantic" / "main.py").exists()
+    assert (layers["Powertools"] / "aws_lambda_powertools").is_dir()
+    assert (layers["Mcp"] / "mcp").is_dir()  # both specs use an MCP server
+    for upper in ("Powertools", "Mcp"):  # what the layer beneath holds is not shipped again
+        assert not (layers[upper] / "pydantic").exists() and not (layers[upper] / "httpx").exists()
     functions = [p.name for p in built.iterdir() if p.is_dir()]
     agent_functions = [f for f in functions if f.startswith("Agent") and f.endswith("Function")]
     assert len(agent_functions) == _agent_count(name)
+
+
+def _zipped(folder: Path) -> int:
+    with tempfile.TemporaryDirectory() as scratch:
+        return Path(shutil.make_archive(f"{scratch}/code", "zip", folder)).stat().st_size
 
 
 def _agent_count(name: str) -> int:

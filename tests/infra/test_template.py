@@ -58,6 +58,7 @@ def test_each_agent_gets_a_named_function_and_a_standard_state_machine(
     assert template["Globals"]["Function"]["LoggingConfig"] == {
         "LogFormat": "JSON",
         "LogGroup": {"Ref": "FunctionLogs"},
+        "ApplicationLogLevel": "INFO",  # deployment.log_level, as Lambda spells it
     }
     assert resources["FunctionLogs"]["Properties"]["RetentionInDays"] == 90
 

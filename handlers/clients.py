@@ -1,0 +1,37 @@
+"""AWS clients made when first used, not when the function starts.
+
+A boto3 client costs 15-90 ms to make (the first one loads botocore's endpoint data), and a
+step uses few of them: DynamoDB always, EventBridge when the run pauses or ends, Step
+Functions, Lambda and S3 only for what the step does (a child run, an inline start, a large
+body). Each LazyClient makes its client on the first attribute read, once, and is that
+client from then on.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+_lock = threading.Lock()  # boto3's default session is not thread-safe: make one at a time
+
+
+class LazyClient:
+    def __init__(self, service: str):
+        self.service = service
+        self._client: Any = None
+
+    def __getattr__(self, name: str) -> Any:  # anything but `service` and `_client`
+        client = self._client
+        if client is None:
+            with _lock:
+                if self._client is None:
+                    import boto3
+
+                    self._client = boto3.client(self.service)
+                client = self._client
+        return getattr(client, name)
+
+    @property
+    def made(self) -> bool:
+        """Whether the client exists yet (for tests and benchmarks)."""
+        return self._client is not None

@@ -1,0 +1,138 @@
+"""The functions' dependencies: shared Lambda layers, one copy of each distribution.
+
+Every function's own code zip holds only agentfn's code, the tools package and the compiled
+spec (well under 1 MB). Third-party code is in layers that `sam build` builds once for the
+stack (`BuildMethod: makefile`, infra.layer_build), each function taking only those it uses:
+
+- `DependenciesLayer`: pydantic, httpx, fastjsonschema, what every function imports;
+- `PowertoolsLayer`: aws-lambda-powertools, for every function too: each logs through its
+  Logger and prints its metrics as EMF (handlers.observe); the API also uses its REST
+  resolver, validation and idempotency. Agents read secrets with boto3 (runtime.secrets);
+- `McpLayer`: the MCP SDK, for the agents with `mcp:` tools, when some agent has them.
+- `TelemetryLayer`: the OpenTelemetry SDK and its OTLP exporter, for the agents' functions
+  when `deployment.telemetry` is set (off: not built, not shipped).
+
+A layer never ships again what a layer beneath it holds (`lower`). The MCP SDK imports its
+server side (Starlette, uvicorn, cryptography via PyJWT) from `import mcp`, so none of it can
+be left out of the client's layer.
+
+Every function and layer is built by a Makefile that agentfn stages next to it, with the
+runtime's Python, so each ships bytecode compiled for the Python that runs it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from infra.naming import NAME_PREFIX
+from infra.sam.intrinsics import ref, sub
+from runtime.spec import AgentfnSpec
+
+LAYERS_DIR = ".agentfn/layers"
+
+
+@dataclass(frozen=True)
+class Layer:
+    logical_id: str
+    folder: str  # under LAYERS_DIR
+    description: str
+    requirements: tuple[str, ...]
+    lower: tuple[str, ...] = ()  # requirements of the layer beneath: not shipped again
+    prune: tuple[str, ...] = ("bin",)  # globs, under the layer's python/
+
+    @property
+    def path(self) -> str:
+        return f"{LAYERS_DIR}/{self.folder}"
+
+
+DEPENDENCIES = Layer(
+    "DependenciesLayer",
+    "dependencies",
+    "agentfn: pydantic, httpx, fastjsonschema",
+    ("pydantic>=2.7,<3", "httpx>=0.27,<1", "fastjsonschema>=2.19"),
+)
+#: Powertools utilities the API does not use, nor any it uses imports.
+_UNUSED_POWERTOOLS = (
+    "auth_alpha", "batch", "circuit_breaker", "data_masking", "feature_flags", "kafka",
+    "parser", "streaming",
+)  # fmt: skip
+POWERTOOLS = Layer(
+    "PowertoolsLayer",
+    "powertools",
+    "agentfn: AWS Lambda Powertools (logs and metrics; the API's resolver)",
+    ("aws-lambda-powertools>=3.0,<4",),
+    lower=DEPENDENCIES.requirements,
+    prune=(
+        "bin",
+        *(f"aws_lambda_powertools/utilities/{name}" for name in _UNUSED_POWERTOOLS),
+        # The Swagger UI's bundles (1.7 MB): the API serves its OpenAPI document, not the UI.
+        *(
+            f"aws_lambda_powertools/event_handler/openapi/swagger_ui/*.{kind}"
+            for kind in ("js", "css")
+        ),
+    ),
+)
+#: The layers of every function (the template's Globals).
+EVERY_FUNCTION = (DEPENDENCIES, POWERTOOLS)
+MCP = Layer(
+    "McpLayer",
+    "mcp",
+    "agentfn: the MCP SDK (agents with MCP tools)",
+    ("mcp>=2.0,<3",),
+    lower=DEPENDENCIES.requirements,
+)
+
+
+TELEMETRY = Layer(
+    "TelemetryLayer",
+    "telemetry",
+    "agentfn: the OpenTelemetry SDK and OTLP exporter (deployment.telemetry)",
+    ("opentelemetry-sdk>=1.30,<2", "opentelemetry-exporter-otlp-proto-http>=1.30,<2"),
+    lower=DEPENDENCIES.requirements,
+)
+
+
+def uses_mcp(spec: AgentfnSpec, agent: str) -> bool:
+    return any(ref.startswith("mcp:") for ref in spec.agents[agent].tools)
+
+
+def layers(spec: AgentfnSpec) -> list[Layer]:
+    """The stack's layers (the MCP one only when an agent uses MCP)."""
+    found = [DEPENDENCIES, POWERTOOLS]
+    if any(uses_mcp(spec, agent) for agent in spec.agents):
+        found.append(MCP)
+    if spec.deployment.telemetry is not None:  # runs are traced: agents record spans
+        found.append(TELEMETRY)
+    return found
+
+
+def agent_layers(spec: AgentfnSpec, agent: str) -> list[Layer]:
+    """What an agent's function takes besides EVERY_FUNCTION's layers (in Globals)."""
+    extra = [MCP] if uses_mcp(spec, agent) else []
+    return [*extra, TELEMETRY] if spec.deployment.telemetry is not None else extra
+
+
+def layer_resource(spec: AgentfnSpec, layer: Layer, runtime: str) -> dict[str, Any]:
+    architecture = spec.deployment.architecture
+    return {
+        "Type": "AWS::Serverless::LayerVersion",
+        "Metadata": {"BuildMethod": "makefile", "BuildArchitecture": architecture},
+        "Properties": {
+            "LayerName": sub(NAME_PREFIX + layer.folder),
+            "Description": layer.description,
+            "ContentUri": layer.path,
+            "CompatibleRuntimes": [runtime],
+            "CompatibleArchitectures": [architecture],
+            "RetentionPolicy": "Delete",
+        },
+    }
+
+
+def built_by_makefile(function: dict[str, Any], extra: list[Layer]) -> dict[str, Any]:
+    """A function resource built by the package's Makefile, with these layers beyond the
+    global one."""
+    if extra:
+        function["Properties"]["Layers"] = [ref(layer.logical_id) for layer in extra]
+    function["Metadata"] = {"BuildMethod": "makefile"}
+    return function

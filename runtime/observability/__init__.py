@@ -1,0 +1,1 @@
+"""What agentfn tells about its runs beyond the run store: traces (tracing, spans, otel)."""
