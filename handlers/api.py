@@ -358,6 +358,10 @@ def _build() -> dict[str, Any]:
     def cancel_agent_run(agent: Name, run_id: Name) -> Response[Any]:
         return cancel(owned(agent, run_id))
 
+    from handlers.api_workflows import workflow_routes
+
+    workflow_routes(route, ok, Strict, Name, caller)
+
     @route("OpenApi", {})
     def openapi() -> Response[Any]:
         return ok(_openapi_json())

@@ -49,7 +49,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     assert spec is not None
     print(
         f"{args.file}: valid — {len(spec.agents)} agents, {len(spec.tools)} tools, "
-        f"{len(spec.models)} models, {len(spec.mcp_servers)} MCP servers "
+        f"{len(spec.models)} models, {len(spec.mcp_servers)} MCP servers, "
+        f"{len(spec.workflows)} workflows "
         f"(spec hash {spec.spec_hash()})"
     )
     _warn(Path(args.file), result.data)
@@ -136,11 +137,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     spec = _load(args.file)
     if spec is None:
         return EXIT_USAGE
+    if args.agent in spec.workflows:
+        from infra.run_workflow import run_workflow_command
+
+        return run_workflow_command(args, spec)
     if args.agent not in spec.agents:
         from infra.issues import did_you_mean
 
-        hint = did_you_mean(args.agent, spec.agents)
-        _err(f"unknown agent {args.agent!r}{hint}; agents: {', '.join(spec.agents)}")
+        names = [*spec.agents, *spec.workflows]
+        hint = did_you_mean(args.agent, names)
+        _err(f"unknown agent or workflow {args.agent!r}{hint}; known: {', '.join(names)}")
         return EXIT_USAGE
     return run_command(args, spec)
 
@@ -173,7 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_build)
 
-    p = sub.add_parser("run", help="run an agent in process on the embedded AWS (moto)")
+    p = sub.add_parser("run", help="run an agent or a workflow on the embedded AWS (moto)")
     from infra.run_cli import add_arguments
 
     add_arguments(p)

@@ -18,12 +18,13 @@ import yaml
 
 from infra.local import LOCAL_IDEMPOTENCY_TABLE, LOCAL_REGION, AwsClients
 from infra.local_lambda import register
-from infra.naming import agent_state_machine_id
-from infra.sam import asl
+from infra.naming import agent_state_machine_id, workflow_state_machine_id
+from infra.sam import asl, workflow_asl
 from runtime.engine.loop import Engine
 from runtime.service import RunService
 from runtime.spec import AgentfnSpec
 from runtime.stack import Stack
+from runtime.workflows.service import WorkflowService
 
 ACCOUNT = "123456789012"
 ROLE = f"arn:aws:iam::{ACCOUNT}:role/agentfn-local"
@@ -56,6 +57,24 @@ def definitions(spec: AgentfnSpec, template_path: Path | None = None) -> dict[st
     return found
 
 
+def workflow_function_arn(workflow: str) -> str:
+    name = LOCAL_STACK.workflow_function(workflow)
+    return f"arn:aws:lambda:{LOCAL_REGION}:{ACCOUNT}:function:{name}"
+
+
+def workflow_definitions(
+    spec: AgentfnSpec, template_path: Path | None = None
+) -> dict[str, dict[str, Any]]:
+    """workflow → state machine definition, read from template.yaml when given."""
+    if template_path is None:
+        return {name: workflow_asl.definition(spec, name) for name in spec.workflows}
+    resources = yaml.safe_load(template_path.read_text(encoding="utf-8"))["Resources"]
+    return {
+        name: resources[workflow_state_machine_id(name)]["Properties"]["Definition"]
+        for name in spec.workflows
+    }
+
+
 @dataclass
 class EmbeddedStack:
     spec: AgentfnSpec
@@ -66,9 +85,16 @@ class EmbeddedStack:
     step_services: dict[str, RunService] = field(init=False)  # each agent function's
 
     def __post_init__(self) -> None:
+        import logging
+
         import boto3
 
+        # moto's interpreter logs every Fail state it reaches (a failed run, a failed
+        # workflow: outcomes, not faults) as an ERROR with the whole parsed state machine.
+        logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)
+
         import handlers.step
+        import handlers.workflow
 
         sfn = self.clients.guard(boto3.client("stepfunctions", region_name=LOCAL_REGION))
         events = self.clients.guard(boto3.client("events", region_name=LOCAL_REGION))
@@ -85,6 +111,7 @@ class EmbeddedStack:
                     name=name, definition=text, roleArn=ROLE, type="STANDARD"
                 )
                 assert created["stateMachineArn"] == arn, created["stateMachineArn"]
+        self._create_workflow_machines(sfn, existing)
         stack = dataclasses.replace(LOCAL_STACK, event_bus=self.spec.deployment.event_bus)
 
         # As deployed: the API and each agent's function are different processes with their
@@ -111,6 +138,22 @@ class EmbeddedStack:
         self.step_services = {agent: service(agent) for agent in self.spec.agents}
         for agent, step in self.step_services.items():
             register(function_arn(agent), handlers.step.handler_for(step))
+        for workflow in self.spec.workflows:  # each with its own function, as deployed
+            tasks = WorkflowService(service(None), workflow=workflow)
+            register(workflow_function_arn(workflow), handlers.workflow.handler_for(tasks))
+
+    def _create_workflow_machines(self, sfn: Any, existing: set[str]) -> None:
+        for workflow, definition in workflow_definitions(self.spec, self.template_path).items():
+            text = json.dumps(definition).replace(
+                "${WorkflowFunctionArn}", workflow_function_arn(workflow)
+            )
+            arn = LOCAL_STACK.workflow_state_machine(workflow)
+            assert arn is not None
+            name = arn.rpartition(":")[2]
+            if name in existing:
+                sfn.update_state_machine(stateMachineArn=arn, definition=text)
+            else:
+                sfn.create_state_machine(name=name, definition=text, roleArn=ROLE, type="STANDARD")
 
     def set_events(self, events: Any) -> None:
         """Use this EventBridge client in the API and every agent function."""

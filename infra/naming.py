@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from infra.sam.intrinsics import STACK8_VAR
-from runtime.naming import agent_resource_name
+from runtime.naming import agent_resource_name, workflow_resource_name
 
 #: Physical-name prefix of this stack's agent functions and state machines (an Fn::Sub text).
 NAME_PREFIX = f"agentfn-{STACK8_VAR}-"
@@ -33,3 +33,16 @@ def agent_state_machine_id(agent: str) -> str:
 def agent_physical_name(agent: str) -> str:
     """The agent's function and state machine name, as Fn::Sub text (`${Stack8}` inside)."""
     return NAME_PREFIX + agent_resource_name(agent)
+
+
+def workflow_function_id(workflow: str) -> str:
+    return f"Workflow{logical_id(workflow)}Function"
+
+
+def workflow_state_machine_id(workflow: str) -> str:
+    return f"Workflow{logical_id(workflow)}StateMachine"
+
+
+def workflow_physical_name(workflow: str) -> str:
+    """The workflow's function and state machine name (`…-_wf-{name}`), as Fn::Sub text."""
+    return NAME_PREFIX + workflow_resource_name(workflow)

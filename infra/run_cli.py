@@ -160,8 +160,10 @@ def _compaction_line(d: dict[str, Any]) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("agent")
-    parser.add_argument("input", nargs="+", help="the user's message")
+    parser.add_argument("agent", help="an agent, or a workflow")
+    parser.add_argument(
+        "input", nargs="+", help="the user's message (a workflow's: its JSON input, or text)"
+    )
     parser.add_argument("-f", "--file", default="agents.yaml")
     parser.add_argument("--session", help="continue this session (earlier runs' history)")
     parser.add_argument("--json", action="store_true", help="print only the result JSON")

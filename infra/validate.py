@@ -21,6 +21,7 @@ from infra.issues import SpecIssue, did_you_mean, format_path
 from infra.prices import with_prices
 from infra.references import check_references
 from infra.run_limits import budget_problems, context_problems
+from infra.workflow_checks import check_workflows
 from infra.yamlsrc import Path_, YamlLoadError, load_yaml, read_spec_text
 from runtime.spec import AgentfnSpec
 from runtime.spec.types import NAME_PATTERN, SECRET_REF_PATTERN
@@ -74,7 +75,8 @@ def validate_text(text: str, file: str, project_dir: Path) -> ValidationResult:
                 SpecIssue(position.line, position.column, format_path(path), message, file)
             )
 
-    for problem in [*check_references(data, project_dir), *check_hooks(data, project_dir)]:
+    checks = [*check_references(data, project_dir), *check_hooks(data, project_dir)]
+    for problem in [*checks, *check_workflows(data)]:
         where, position = source.locate(problem.path, key=problem.at_key)
         if where in reported and where == problem.path:
             continue  # already explained by the structural pass

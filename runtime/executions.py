@@ -65,6 +65,9 @@ class Executions:
         return bool(head.task_token) and self._send_success(str(head.task_token), head)
 
     def _send_success(self, token: str, head: RunHead) -> bool:
+        return self.send_token(token, head.run_id)
+
+    def send_token(self, token: str, run_id: str | None) -> bool:
         """Resume the execution waiting on `token`, retrying passing failures. A token that
         nothing waits on any more is not an error. When every attempt fails, the decision is
         still recorded and the sweeper resumes the run later (False)."""
@@ -72,17 +75,18 @@ class Executions:
             return False
         for attempt in range(RESUME_ATTEMPTS):
             try:
-                self.sfn.send_task_success(
-                    taskToken=token, output=json.dumps({"run_id": head.run_id})
-                )
+                self.sfn.send_task_success(taskToken=token, output=json.dumps({"run_id": run_id}))
                 return True
             except Exception as exc:
                 code = _error_code(exc)
                 if code in STALE_TOKEN_ERRORS:
                     log.info("send_task_success: %s (nothing waits on it)", code)
                     return False
-                log.warning("send_task_success failed (attempt %d): %s", attempt + 1, code)
-                if attempt + 1 < RESUME_ATTEMPTS:
+                last = attempt + 1 == RESUME_ATTEMPTS  # earlier failures are retried: info
+                (log.warning if last else log.info)(
+                    "send_task_success failed (attempt %d): %s", attempt + 1, code
+                )
+                if not last:
                     self._sleep(0.2 * 2**attempt)
         return False
 

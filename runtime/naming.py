@@ -46,3 +46,9 @@ def agent_resource_name(agent: str) -> str:
         return agent
     digest = hashlib.sha256(agent.encode()).hexdigest()[:8]
     return f"{agent[: RESOURCE_NAME_LIMIT - 9]}-{digest}"
+
+
+def workflow_resource_name(workflow: str) -> str:
+    """A workflow's part of its function and state machine names: `_wf-{name}` (an agent's
+    name starts with a letter, so the two can never be the same)."""
+    return agent_resource_name(f"_wf-{workflow}")

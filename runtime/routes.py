@@ -49,5 +49,19 @@ ROUTES: tuple[Route, ...] = (
         "/agents/{agent}/runs/{run_id}/cancel",
         "Cancel a run of this agent",
     ),
+    Route("ListWorkflows", "GET", "/workflows", "List the workflows of this deployment"),
+    Route("StartWorkflowRun", "POST", "/workflows/{workflow}/runs", "Start a workflow run"),
+    Route(
+        "GetWorkflowRun",
+        "GET",
+        "/workflow-runs/{workflow_run_id}",
+        "A workflow run: status, and each step's runs and result",
+    ),
+    Route(
+        "CancelWorkflowRun",
+        "POST",
+        "/workflow-runs/{workflow_run_id}/cancel",
+        "Cancel a workflow run and its step runs",
+    ),
     Route("OpenApi", "GET", "/openapi.json", "This API's OpenAPI document"),
 )

@@ -311,6 +311,8 @@ class RunService(Executions, TeamOrchestration):
         finished child wakes its parent."""
         if head.status in TERMINAL:
             self.wake_parent(head)
+            if head.workflow_token:  # a workflow's step run: its task waits for this end
+                self.send_token(head.workflow_token, head.run_id)
         if self.events is None:
             return
         if head.status == "awaiting_approval":

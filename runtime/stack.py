@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from runtime.naming import agent_resource_name
+from runtime.naming import agent_resource_name, workflow_resource_name
 from runtime.store.base import RunHead
 
 
@@ -29,6 +29,18 @@ class Stack:
         if not self.state_machine_prefix:
             return None
         return self.state_machine_prefix + agent_resource_name(agent)
+
+    def workflow_state_machine(self, workflow: str) -> str | None:
+        if not self.state_machine_prefix:
+            return None
+        return self.state_machine_prefix + workflow_resource_name(workflow)
+
+    def workflow_function(self, workflow: str) -> str | None:
+        return (
+            self.function_prefix + workflow_resource_name(workflow)
+            if self.function_prefix
+            else None
+        )
 
 
 def execution_name(head: RunHead) -> str:

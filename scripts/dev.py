@@ -193,6 +193,9 @@ def run_demo(extra: list[str]) -> int:
         [agentfn, "run", "triage", "Where is my order?", "--reply", "ORD-1002", *extra],
         # A real MCP server shipped in the repo (tools/mcp_servers), started over stdio.
         [agentfn, "run", "shipping", "Where is my parcel for ORD-1002?", *extra],
+        # A workflow on its Step Functions state machine (under moto): two agents in
+        # parallel, then billing, whose refund waits for a person (--approve).
+        [agentfn, "run", "damaged_order", '{"order_id": "ORD-1001"}', "--approve", *extra],
     ]
     for step in steps:
         _say("$ agentfn " + " ".join(step[1:]))

@@ -26,8 +26,15 @@ from typing import Any
 
 import yaml
 
-from infra.naming import NAME_PREFIX, agent_function_id, agent_state_machine_id, logical_id
-from infra.sam import api, asl, data, functions, layers, monitoring
+from infra.naming import (
+    NAME_PREFIX,
+    agent_function_id,
+    agent_state_machine_id,
+    logical_id,
+    workflow_function_id,
+    workflow_state_machine_id,
+)
+from infra.sam import api, asl, data, functions, layers, monitoring, workflows
 from infra.sam.api import ACCESS_LOGS, API, API_FUNCTION
 from infra.sam.data import BUCKET, IDEMPOTENCY_TABLE, TABLE, table_resource
 from infra.sam.intrinsics import arn, ref, sub
@@ -105,6 +112,19 @@ def build_template(spec: AgentfnSpec, *, runtime: str | None = None) -> dict[str
         resources[machine_id] = functions.state_machine(spec, agent, path if files else None)
         outputs[f"Agent{logical_id(agent)}StateMachineArn"] = {
             "Description": f"State machine of agent {agent!r}",
+            "Value": ref(machine_id),
+        }
+    for workflow in spec.workflows:
+        function_id, machine_id = (
+            workflow_function_id(workflow),
+            workflow_state_machine_id(workflow),
+        )
+        resources[function_id] = layers.built_by_makefile(
+            workflows.workflow_function(spec, workflow), []
+        )
+        resources[machine_id] = workflows.workflow_state_machine(spec, workflow)
+        outputs[f"Workflow{logical_id(workflow)}StateMachineArn"] = {
+            "Description": f"State machine of workflow {workflow!r}",
             "Value": ref(machine_id),
         }
     return {

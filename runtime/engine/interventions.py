@@ -238,6 +238,11 @@ class Interventions(Shortcuts):
         head = self.store.load_head(run_id)
         return self._commit(head, [], [], update={"task_token": token}, keep_lease=True)
 
+    def store_workflow_token(self, run_id: str, token: str) -> RunHead:
+        """Keep the token of the workflow task that now waits for this run's end."""
+        head = self.store.load_head(run_id)
+        return self._commit(head, [], [], update={"workflow_token": token}, keep_lease=True)
+
 
 def _repeats(head: RunHead, call_ids: list[str], asked: ApprovalDecision) -> bool:
     """Are these calls all decided already, exactly as `asked`?"""

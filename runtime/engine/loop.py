@@ -102,10 +102,14 @@ class Engine(Interventions):
 
     # ---- public operations -------------------------------------------------------------
 
-    def start(self, agent: str, text: str, session_id: str | None = None) -> RunHead:
+    def start(
+        self, agent: str, text: str, session_id: str | None = None, *, step_of: Any = None
+    ) -> RunHead:
+        """A new run; `step_of` (runtime.workflows.service.StepLink) makes it a workflow's
+        step run, with the id the workflow chose and the token that waits for its end."""
         now = self.clock.now()
         config = self.spec.agents[agent]
-        run_id = new_run_id(agent)
+        run_id = step_of.run_id if step_of is not None else new_run_id(agent)
         head = RunHead(
             run_id=run_id,
             agent=agent,
@@ -120,6 +124,8 @@ class Engine(Interventions):
             expires_at=int(now + (config.session.ttl or self.spec.deployment.retention)),
             input_preview=preview(text, 200),
             trace=self._tracer.new_ref(now) if self._tracer else None,
+            workflow_run_id=step_of.workflow_run_id if step_of is not None else None,
+            workflow_token=step_of.token if step_of is not None else None,
         )
         chain = self._route_input(agent, text)
         if session_id is not None:

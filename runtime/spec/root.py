@@ -23,6 +23,7 @@ from runtime.spec.monitoring import MonitoringSettings
 from runtime.spec.telemetry import TelemetrySettings
 from runtime.spec.tools import McpServerConfig, ToolConfig
 from runtime.spec.types import Duration, Name
+from runtime.spec.workflows import WorkflowConfig
 
 SCHEMA_VERSION = 1
 
@@ -117,6 +118,9 @@ class AgentfnSpec(SpecModel):
         default_factory=list, description="Every agent's hooks, first of all (see docs: Hooks)."
     )
     agents: dict[Name, AgentConfig] = Field(min_length=1)
+    workflows: dict[Name, WorkflowConfig] = Field(
+        default_factory=dict, description="Compositions of agent runs (see docs: Workflows)."
+    )
 
     @field_validator("version", mode="before")
     @classmethod

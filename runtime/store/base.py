@@ -203,6 +203,9 @@ class RunHead(BaseModel):
     session_spent: Spend = Field(default_factory=Spend)  # earlier runs', when this one began
     budget_left: Spend | None = None  # a child's: what its parent's budget had left for it
     trace: TraceRef | None = None  # set at the start when deployment.telemetry is on
+    # ---- workflows ----
+    workflow_run_id: str | None = None  # the workflow run this run is a step of
+    workflow_token: str | None = None  # of the workflow's task that waits for this run
 
     @property
     def spent(self) -> Spend:
@@ -285,4 +288,13 @@ class RunStore(Protocol):
     def due_runs(self, now: float, limit: int = 500) -> list[str]:
         """Ids of unfinished runs whose `sweep_after` has passed (the sweeper's work list),
         from the sparse `sweep` index: finished runs are not in it."""
+        ...
+
+    def save_workflow_run(self, run: Any, expected_version: int | None) -> None:
+        """Write a workflow run (runtime.workflows): new when `expected_version` is None,
+        else only over that version (StateConflict otherwise)."""
+        ...
+
+    def load_workflow_run(self, workflow_run_id: str) -> str:
+        """A workflow run's stored JSON; RunNotFound when there is none."""
         ...

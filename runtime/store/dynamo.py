@@ -163,6 +163,31 @@ class DynamoStore:
         )
         return it.decode_session_state(_from_ddb(answer["Item"]) if "Item" in answer else None)
 
+    def save_workflow_run(self, run: Any, expected_version: int | None) -> None:
+        """Write a workflow run's item: new (`expected_version` None) or over that version."""
+        if expected_version is None:
+            condition: dict[str, Any] = {"ConditionExpression": "attribute_not_exists(pk)"}
+        else:
+            condition = {
+                "ConditionExpression": "version = :v",
+                "ExpressionAttributeValues": {":v": {"N": str(expected_version)}},
+            }
+        item = _to_ddb(it.workflow_item(run))
+        try:
+            self._ddb.put_item(TableName=self._table, Item=item, **condition)
+        except self._ddb.exceptions.ConditionalCheckFailedException as exc:
+            raise StateConflict(f"workflow run {run.workflow_run_id} changed under us") from exc
+
+    def load_workflow_run(self, workflow_run_id: str) -> str:
+        """The workflow run's stored JSON (runtime.workflows.records.WorkflowRun)."""
+        pk, sk = it.workflow_key(workflow_run_id)
+        answer = self._ddb.get_item(
+            TableName=self._table, Key={"pk": {"S": pk}, "sk": {"S": sk}}, ConsistentRead=True
+        )
+        if "Item" not in answer:
+            raise RunNotFound(f"no workflow run {workflow_run_id!r}")
+        return str(_from_ddb(answer["Item"])["doc"])
+
     def due_runs(self, now: float, limit: int = 500) -> list[str]:
         found: list[str] = []
         for shard in range(it.SWEEP_SHARDS):

@@ -201,3 +201,14 @@ def session_history(newest_first: Iterable[Item], limit: int, blobs: BlobStore) 
         if isinstance(message, UserMessage) and message.purpose is None:
             return tail[index:]
     return []
+
+
+def workflow_key(workflow_run_id: str) -> tuple[str, str]:
+    return f"WF#{workflow_run_id}", "HEAD"
+
+
+def workflow_item(run: Any) -> Item:
+    """A workflow run's item (runtime.workflows.records.WorkflowRun)."""
+    pk, sk = workflow_key(run.workflow_run_id)
+    doc = run.model_dump_json()
+    return {"pk": pk, "sk": sk, "version": run.version, "expires_at": run.expires_at, "doc": doc}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from runtime.errors import RunNotFound, StateConflict
 from runtime.events import Event
@@ -104,6 +105,25 @@ class MemoryStore:
 
     def session_state(self, agent: str, session_id: str) -> SessionState:
         return it.decode_session_state(self.items.get(it.session_state_key(agent, session_id)))
+
+    def save_workflow_run(self, run: Any, expected_version: int | None) -> None:
+        """Write a workflow run's item: new (`expected_version` None) or over that version."""
+        item = it.workflow_item(run)
+        key = (item["pk"], item["sk"])
+        with self._lock:
+            current = self.items.get(key)
+            if (current is None) != (expected_version is None) or (
+                current is not None and current["version"] != expected_version
+            ):
+                raise StateConflict(f"workflow run {run.workflow_run_id} changed under us")
+            self.items[key] = item
+
+    def load_workflow_run(self, workflow_run_id: str) -> str:
+        """The workflow run's stored JSON (runtime.workflows.records.WorkflowRun)."""
+        item = self.items.get(it.workflow_key(workflow_run_id))
+        if item is None:
+            raise RunNotFound(f"no workflow run {workflow_run_id!r}")
+        return str(item["doc"])
 
     def due_runs(self, now: float, limit: int = 500) -> list[str]:
         due = it.sweep_at(now)

@@ -133,7 +133,7 @@ def test_schema_prints_json_schema_and_check_detects_drift(tmp_path: Path) -> No
 def test_run_names_an_unknown_agent_as_a_usage_error() -> None:
     result = run_agentfn("run", "suport", "hello")
     assert result.returncode == 2
-    assert "unknown agent 'suport'; did you mean 'support'?" in result.stderr
+    assert "unknown agent or workflow 'suport'; did you mean 'support'?" in result.stderr
 
 
 def test_usage_errors_exit_2() -> None:

@@ -1,0 +1,90 @@
+"""Per workflow: its function (the state machine's tasks) and its Standard state machine.
+
+Least privilege: the workflow's function may create, read and start runs of its steps'
+agents only (their run and session partitions, their objects, their state machines) and
+its own workflow runs (`WF#{workflow tag}…`); the state machine may invoke that function
+only. So a workflow can start exactly the agents its steps name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from infra.naming import (
+    agent_physical_name,
+    workflow_function_id,
+    workflow_physical_name,
+)
+from infra.sam import workflow_asl
+from infra.sam.data import BUCKET, TABLE
+from infra.sam.intrinsics import arn, get_arn, sub
+from runtime.naming import agent_tag
+from runtime.spec import AgentfnSpec
+from runtime.workflows.records import workflow_tag
+
+
+def _allow(sid: str, action: str | list[str], resource: Any, **condition: Any) -> dict[str, Any]:
+    statement = {"Sid": sid, "Effect": "Allow", "Action": action, "Resource": resource}
+    if condition:
+        statement["Condition"] = condition
+    return statement
+
+
+def workflow_statements(spec: AgentfnSpec, workflow: str) -> list[dict[str, Any]]:
+    agents = spec.workflows[workflow].agents()
+    tags = [agent_tag(a) for a in agents]
+    keys = [f"WF#{workflow_tag(workflow)}*", *(f"RUN#{t}*" for t in tags)]
+    keys += [f"SES#{a}#*" for a in agents]
+    return [
+        _allow(
+            "StepRunsAndWorkflowRuns",
+            ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem"],
+            get_arn(TABLE),
+            **{"ForAllValues:StringLike": {"dynamodb:LeadingKeys": keys}},
+        ),
+        _allow(
+            "StepRunObjects",
+            ["s3:GetObject", "s3:PutObject"],
+            [sub(f"${{{BUCKET}.Arn}}/{kind}/{t}*") for t in tags for kind in ("bodies", "results")],
+        ),
+        _allow(
+            "StartStepRuns",
+            "states:StartExecution",
+            [arn("states", f"stateMachine:{agent_physical_name(a)}") for a in agents],
+        ),
+        # Resume a step's wait when its run ended before the token was kept.
+        _allow("ResumeStepWaits", "states:SendTaskSuccess", "*"),
+    ]
+
+
+def workflow_function(spec: AgentfnSpec, workflow: str) -> dict[str, Any]:
+    config = spec.workflows[workflow]
+    props: dict[str, Any] = {
+        "FunctionName": sub(workflow_physical_name(workflow)),
+        "Description": f"agentfn workflow {workflow!r}: {config.description}"[:256],
+        "Handler": "handlers.workflow.handler",
+        "Environment": {"Variables": {"AGENTFN_WORKFLOW": workflow}},
+        "Timeout": 60,
+        "Policies": [{"Statement": workflow_statements(spec, workflow)}],
+    }
+    return {"Type": "AWS::Serverless::Function", "Properties": props}
+
+
+def workflow_state_machine(spec: AgentfnSpec, workflow: str) -> dict[str, Any]:
+    function_id = workflow_function_id(workflow)
+    props: dict[str, Any] = {
+        "Name": sub(workflow_physical_name(workflow)),
+        "Type": "STANDARD",
+        "Definition": workflow_asl.definition(spec, workflow),
+        "DefinitionSubstitutions": {"WorkflowFunctionArn": get_arn(function_id)},
+        "Policies": [
+            {
+                "Statement": [
+                    _allow("InvokeWorkflowFunction", "lambda:InvokeFunction", get_arn(function_id))
+                ]
+            }
+        ],
+    }
+    if spec.deployment.tracing:
+        props["Tracing"] = {"Enabled": True}
+    return {"Type": "AWS::Serverless::StateMachine", "Properties": props}

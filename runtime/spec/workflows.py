@@ -1,0 +1,105 @@
+"""Workflows: sequential, parallel, mapped and looping compositions of agent runs.
+
+Each workflow compiles to a Step Functions state machine of its own (infra/sam/workflow_asl.py)
+whose every step is a real agent run (its own id, events, approvals). Inputs of steps are
+rendered from the workflow's input and earlier steps' results with a small template language
+(runtime/workflows/template.py): `{ticket}`, `{classify.category}`, `{item}`; conditions
+(`when`, `until`) compare such references with literals — nothing is ever executed.
+Which references resolve is checked at validation (infra/workflow_checks.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from runtime.spec.models import SpecModel
+from runtime.spec.types import Name
+
+STEP_KINDS = ("agent", "parallel", "map", "loop")
+
+
+class Branch(SpecModel):
+    """One agent run of a `parallel` step."""
+
+    agent: Name
+    input: str = Field("{input}", description="Template of the run's input.")
+    when: str | None = Field(None, description="Condition; false: the branch is skipped.")
+
+
+class MapStep(SpecModel):
+    """One run of `agent` per element of a list from the input or an earlier result."""
+
+    over: str = Field(description="Reference to a list, e.g. `{plan.tasks}`.")
+    agent: Name
+    input: str = Field("{item}", description="Template; `{item}` is the element.")
+    max_concurrency: int = Field(4, ge=1, le=40, description="Runs at once (the Map state's).")
+    max_items: int = Field(100, ge=1, le=1000, description="A longer list fails the step.")
+
+
+class LoopStep(SpecModel):
+    """Runs `agent` again until `until` holds on its result, at most `max_iterations` times."""
+
+    agent: Name
+    input: str = Field("{input}", description="Template; the step's own id is its previous result.")
+    until: str = Field(description="Condition on the step's latest result, e.g. `{review.ok}`.")
+    max_iterations: int = Field(3, ge=1, le=25)
+
+
+class WorkflowStep(SpecModel):
+    id: Name
+    agent: Name | None = Field(None, description="An agent step: one run of this agent.")
+    input: str | None = Field(None, description="An agent step's input template ({input}).")
+    parallel: list[Branch] | None = Field(None, min_length=1, max_length=20)
+    map: MapStep | None = None
+    loop: LoopStep | None = None
+    when: str | None = Field(None, description="Condition; false: the step is skipped.")
+    on_error: Literal["fail", "continue"] = Field(
+        "fail", description="`continue`: a failed step's result is null and the workflow goes on."
+    )
+    retries: int = Field(0, ge=0, le=5, description="Failed runs of the step started again.")
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> WorkflowStep:
+        kinds = [kind for kind in STEP_KINDS if getattr(self, kind) is not None]
+        if len(kinds) != 1:
+            listed = ", ".join(f"`{k}`" for k in STEP_KINDS)
+            raise ValueError(f"a step has exactly one of {listed} (got {len(kinds)})")
+        if self.input is not None and self.agent is None:
+            raise ValueError("`input` belongs to an agent step; set it inside the branch")
+        return self
+
+    @property
+    def kind(self) -> str:
+        return next(kind for kind in STEP_KINDS if getattr(self, kind) is not None)
+
+    def agents(self) -> list[str]:
+        """The agents this step may start runs of (IAM grants exactly these)."""
+        if self.agent is not None:
+            return [self.agent]
+        if self.parallel is not None:
+            return list(dict.fromkeys(b.agent for b in self.parallel))
+        return [self.map.agent] if self.map is not None else [self.loop.agent]  # type: ignore[union-attr]
+
+
+class WorkflowConfig(SpecModel):
+    description: str = ""
+    input_schema: dict[str, Any] | None = Field(
+        None,
+        description="JSON Schema of the input (an object: its properties are `{name}`); "
+        "absent: the input is text, `{input}`.",
+    )
+    steps: list[WorkflowStep] = Field(min_length=1, max_length=50)
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> WorkflowConfig:
+        seen: set[str] = set()
+        for step in self.steps:
+            if step.id in seen:
+                raise ValueError(f"step id {step.id!r} is used twice")
+            seen.add(step.id)
+        return self
+
+    def agents(self) -> list[str]:
+        return list(dict.fromkeys(a for step in self.steps for a in step.agents()))

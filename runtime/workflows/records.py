@@ -1,0 +1,76 @@
+"""A workflow run as stored: one small, version-checked item (`WF#{id}` / `HEAD`).
+
+It holds the workflow's input and, per step, which agent runs it started; results are never
+copied here — they are read from those runs (each a real run with its own result), so the
+item stays far under DynamoDB's 400 KB whatever the agents answer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from runtime.naming import TAG_LENGTH, agent_tag
+
+WorkflowStatus = Literal["running", "succeeded", "failed", "cancelled"]
+StepStatus = Literal["pending", "running", "succeeded", "failed", "skipped"]
+WORKFLOW_TERMINAL = ("succeeded", "failed", "cancelled")
+MAX_INPUT_CHARS = 64_000  # the workflow's input lives in its item
+
+
+class StepRun(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    index: int  # the branch, the element of a map, 0 otherwise
+    agent: str
+    run_id: str
+    attempt: int = 0
+
+
+class StepState(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    status: StepStatus = "pending"
+    iteration: int = 0  # a loop's current pass (0-based)
+    count: int = 0  # runs this pass: branches, elements, or 1
+    runs: list[StepRun] = Field(default_factory=list)  # this pass's latest attempt of each
+    attempts: dict[int, int] = Field(default_factory=dict)  # index → retries used
+    skipped: list[int] = Field(default_factory=list)  # branches whose `when` was false
+    until_met: bool | None = None  # a loop: whether it ended by its condition
+    error_code: str | None = None
+    error_message: str | None = None
+
+
+class WorkflowRun(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    workflow_run_id: str
+    workflow: str
+    status: WorkflowStatus = "running"
+    version: int = 0
+    input: Any = None
+    steps: dict[str, StepState] = Field(default_factory=dict)
+    created_at: float
+    updated_at: float
+    expires_at: int
+    spec_hash: str
+    cancelled_by: str | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+    failed_step: str | None = None
+
+
+def workflow_tag(workflow: str) -> str:
+    """Eight hex digits identifying the workflow in its runs' ids (as agent tags do)."""
+    return agent_tag(f"workflow:{workflow}")
+
+
+def step_run_id(
+    agent: str, workflow_run_id: str, step: str, iteration: int, index: int, attempt: int
+) -> str:
+    """The same id for the same step run every time it is asked for: a retried task finds
+    the run it started instead of starting a second one."""
+    seed = f"{workflow_run_id}:{step}:{iteration}:{index}:{attempt}"
+    return agent_tag(agent) + hashlib.sha256(seed.encode()).hexdigest()[: 32 - TAG_LENGTH]

@@ -1,0 +1,60 @@
+"""A workflow in the template: its own function and state machine, and least privilege — the
+function may create and start runs of its steps' agents only, the state machine may invoke
+that function only."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from infra.naming import workflow_function_id, workflow_state_machine_id
+from infra.sam.template import build_template
+from runtime.naming import agent_tag
+from runtime.spec import AgentfnSpec
+from runtime.workflows.records import workflow_tag
+
+
+def _statements(resource: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    (policy,) = resource["Properties"]["Policies"]
+    return {s["Sid"]: s for s in policy["Statement"]}
+
+
+def test_the_workflow_function_reaches_its_steps_agents_only(demo_spec: AgentfnSpec) -> None:
+    template = build_template(demo_spec)
+    resources = template["Resources"]
+    function = resources[workflow_function_id("damaged_order")]
+    assert function["Properties"]["Handler"] == "handlers.workflow.handler"
+    grants = _statements(function)
+    steps_agents = ["orders", "researcher", "billing"]
+    keys = grants["StepRunsAndWorkflowRuns"]["Condition"]["ForAllValues:StringLike"][
+        "dynamodb:LeadingKeys"
+    ]
+    assert sorted(keys) == sorted(
+        [f"WF#{workflow_tag('damaged_order')}*"]
+        + [f"RUN#{agent_tag(a)}*" for a in steps_agents]
+        + [f"SES#{a}#*" for a in steps_agents]
+    )
+    started = json.dumps(grants["StartStepRuns"]["Resource"])
+    for agent in steps_agents:
+        assert f"-{agent}" in started
+    for other in ("support", "shipping", "assistant", "triage"):
+        assert f'-{other}"' not in started and f"RUN#{agent_tag(other)}*" not in keys
+    machine = resources[workflow_state_machine_id("damaged_order")]
+    (invoke,) = _statements(machine).values()
+    assert invoke["Action"] == "lambda:InvokeFunction"
+    assert invoke["Resource"] == {"Fn::GetAtt": [workflow_function_id("damaged_order"), "Arn"]}
+    assert machine["Properties"]["DefinitionSubstitutions"] == {
+        "WorkflowFunctionArn": {"Fn::GetAtt": [workflow_function_id("damaged_order"), "Arn"]}
+    }
+
+
+def test_only_ids_cross_the_workflow_state_machine(demo_spec: AgentfnSpec) -> None:
+    definition = build_template(demo_spec)["Resources"][workflow_state_machine_id("damaged_order")][
+        "Properties"
+    ]["Definition"]
+    text = json.dumps(definition)
+    assert "{order_id}" not in text and "Refund" not in text  # templates stay in the spec
+    runs = definition["States"]["check-Runs"]
+    assert runs["Type"] == "Map" and runs["Iterator"]["States"]["Wait"]["Resource"].endswith(
+        "waitForTaskToken"
+    )
