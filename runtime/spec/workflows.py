@@ -103,3 +103,36 @@ class WorkflowConfig(SpecModel):
 
     def agents(self) -> list[str]:
         return list(dict.fromkeys(a for step in self.steps for a in step.agents()))
+
+    @model_validator(mode="after")
+    def _fits_one_execution(self) -> WorkflowConfig:
+        events = history_events(self)
+        if events > HISTORY_BUDGET:
+            raise ValueError(
+                f"this workflow may need {events:,} Step Functions history events, more than "
+                f"one execution holds ({HISTORY_BUDGET:,} of 25,000 kept for it): lower a "
+                "map's max_items, a loop's max_iterations or a step's retries"
+            )
+        return self
+
+
+#: Step Functions ends an execution at 25,000 history events; a margin is kept for the
+#: safety-net rechecks of step runs that wait a long time for people.
+HISTORY_BUDGET = 20_000
+_STEP_EVENTS = 18  # plan task, choice, the Map's own, collect task, choice
+_RUN_EVENTS = 8  # one Map iteration: entered, scheduled, started, submitted, succeeded, exited…
+
+
+def history_events(config: WorkflowConfig) -> int:
+    """The most history events a run of this workflow can write (every retry and loop pass
+    used), so a workflow that could outgrow one execution is refused at validation."""
+    total = 10
+    for step in config.steps:
+        runs = 1
+        if step.parallel is not None:
+            runs = len(step.parallel)
+        elif step.map is not None:
+            runs = step.map.max_items
+        passes = step.loop.max_iterations if step.loop is not None else 1
+        total += passes * (_STEP_EVENTS + runs * (1 + step.retries) * _RUN_EVENTS)
+    return total

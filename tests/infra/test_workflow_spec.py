@@ -192,3 +192,22 @@ def test_a_good_workflow_validates(tmp_path: Path) -> None:
     result = validate_file(spec)
     assert result.ok, [str(i) for i in result.issues]
     assert result.spec is not None and list(result.spec.workflows) == ["f"]
+
+
+def test_a_workflow_that_could_outgrow_one_execution_is_refused(tmp_path: Path) -> None:
+    spec, line = _write_project(
+        tmp_path,
+        w("""
+        workflows:
+          f:
+            steps:  #!
+              - {id: a, agent: classifier}
+              - id: b
+                map: {over: "{a.tags}", agent: plain, max_items: 1000}
+                retries: 3
+        """),
+    )
+    result = validate_file(spec)
+    assert not result.ok
+    (issue,) = [i for i in result.issues if "history events" in i.message]
+    assert "lower a map's max_items" in issue.message and issue.line == line
