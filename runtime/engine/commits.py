@@ -19,7 +19,7 @@ from typing import Any
 from runtime.clock import Clock
 from runtime.errors import RunError, RunLeased, StateConflict
 from runtime.events import Event, EventListener, EventType
-from runtime.messages import Message
+from runtime.messages import AssistantMessage, Message
 from runtime.store.base import TERMINAL, Commit, RunHead, RunStore
 
 RESULT_INLINE_BYTES = 16 * 1024
@@ -65,11 +65,29 @@ class RunCursor:
     deadline: float | None = None  # clock.monotonic() when the advance must stop
     discovered: set[str] = field(default_factory=set)  # agents whose MCP tools are open
     base: int = 0  # the number of messages[0] (a compacted run loads from its summary point)
+    # answers per agent in messages[:_scanned] of the list _counted_in (answers_by)
+    _counted: dict[str, int] = field(default_factory=dict)
+    _scanned: int = 0
+    _counted_in: list[Message] | None = None
 
     @property
     def agent(self) -> str:
         """The agent acting now (the last handoff's target, else the run's own)."""
         return self.head.active_agent
+
+    def answers_by(self, agent: str) -> int:
+        """How many answers `agent` gave in `messages` (the scripted provider's index). Counted
+        incrementally: a turn looks only at the messages added since the last count, so it
+        stays constant-time however long the run (a new or shortened list is counted anew)."""
+        if self._counted_in is not self.messages or self._scanned > len(self.messages):
+            self._counted, self._scanned, self._counted_in = {}, 0, self.messages
+        entry = self.head.agent
+        for message in self.messages[self._scanned :]:
+            if isinstance(message, AssistantMessage):
+                who = message.agent or entry
+                self._counted[who] = self._counted.get(who, 0) + 1
+        self._scanned = len(self.messages)
+        return self._counted.get(agent, 0)
 
 
 class Persistence:

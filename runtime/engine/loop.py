@@ -30,7 +30,6 @@ from runtime.engine.prompt import FINAL_TURN_NOTE, render_system_prompt, team_pr
 from runtime.engine.result import build_result
 from runtime.engine.state import (
     answer_text,
-    answers_of,
     doom_loop,
     own_call_ids,
     pending_calls,
@@ -270,7 +269,7 @@ class Engine(Interventions):
             system=system,
             messages=messages,
             tools=specs,
-            call_number=earlier + answers_of(run.messages, agent, head.agent),
+            call_number=earlier + run.answers_by(agent),
             allow_tools=not final_turn,
             estimated_tokens=estimated,
         )

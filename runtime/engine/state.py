@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import uuid
+import secrets
 
 from runtime.errors import DoomLoop
 from runtime.messages import (
@@ -76,18 +76,10 @@ def own_call_ids(calls: list[ToolCall]) -> list[ToolCall]:
     owned: list[ToolCall] = []
     for call in calls:
         if not call.id or call.id in seen:
-            call = call.model_copy(update={"id": f"call_{uuid.uuid4().hex[:24]}"})
+            call = call.model_copy(update={"id": f"call_{secrets.token_hex(12)}"})
         seen.add(call.id)
         owned.append(call)
     return owned
-
-
-def answers_of(messages: list[Message], agent: str, entry: str) -> int:
-    """How many answers `agent` has given in this run (what the scripted provider counts its
-    script by: each agent of a team reads its own script from the start)."""
-    return sum(
-        1 for m in messages if isinstance(m, AssistantMessage) and (m.agent or entry) == agent
-    )
 
 
 #: The same call (tool and arguments) this many times in a row ends the run DOOM_LOOP.

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import math
-import uuid
+import secrets
 from collections.abc import Iterable
 from typing import Any
 
@@ -156,7 +156,7 @@ def decode_event(item: Item, blobs: BlobStore) -> Event:
 def commit_items(commit: Commit, blobs: BlobStore) -> tuple[Item, list[Item], list[Item]]:
     """(head item, items that must not exist yet, items written unconditionally)."""
     head = commit.head
-    attempt = uuid.uuid4().hex[:12]  # offloaded bodies of this attempt only
+    attempt = secrets.token_hex(6)  # offloaded bodies of this attempt only
     new = [message_item(head, seq, m, blobs, attempt) for seq, m in commit.messages]
     new += [event_item(e, head.expires_at, blobs, attempt) for e in commit.events]
     upserts: list[Item] = []
