@@ -106,11 +106,28 @@ def drop_distributions(target: Path, names: set[str]) -> list[str]:
     return dropped
 
 
-def prune(target: Path, patterns: list[str]) -> None:
-    """Delete what nothing at run time reads (scripts, a web UI's bundles, …)."""
+def prune(target: Path, patterns: list[str], spared: list[str] | None = None) -> None:
+    """Delete what nothing at run time reads (scripts, a web UI's bundles, …), except the
+    paths `spared` names (globs, like the patterns)."""
+    kept = {path for pattern in spared or [] for path in target.glob(pattern)}
     for pattern in patterns:
         for path in target.glob(pattern):
+            if path in kept:
+                continue
             shutil.rmtree(path) if path.is_dir() else path.unlink()
+
+
+def keep_only(target: Path, patterns: list[str]) -> None:
+    """Keep only the paths `patterns` name (and the folders above them): a layer that adds
+    parts of a distribution whose other parts a layer beneath holds. Lambda merges every
+    layer into /opt, so one package's files may come from two layers, each file once."""
+    kept = {path for pattern in patterns for path in target.glob(pattern)}
+    for path in sorted(target.rglob("*"), reverse=True):
+        inside = any(path == k or k in path.parents for k in kept)
+        above = any(path in k.parents for k in kept)
+        if inside or above:
+            continue
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
 
 
 def compile_sourceless(target: Path) -> None:
@@ -138,7 +155,9 @@ def build_layer(artifacts: Path, folder: Path = Path(".")) -> None:
         drop_distributions(Path(scratch), lower_distributions(config, lower))
         for item in Path(scratch).iterdir():
             shutil.move(str(item), target / item.name)
-    prune(target, list(config.get("prune", [])))
+    if config.get("only"):
+        keep_only(target, list(config["only"]))
+    prune(target, list(config.get("prune", [])), list(config.get("spared", [])))
     compile_sourceless(target)
 
 

@@ -92,6 +92,8 @@ def layer_config(spec: AgentfnSpec, layer: Layer, runtime_name: str) -> dict[str
         "requirements": list(layer.requirements),
         "lower": list(layer.lower),
         "prune": list(layer.prune),
+        "spared": list(layer.spared),
+        "only": list(layer.only),
         "python": runtime_name.removeprefix("python"),
         "architecture": spec.deployment.architecture,
         "glibc_minor": GLIBC_MINOR.get(runtime_name, GLIBC_MINOR_AL2023),

@@ -5,9 +5,12 @@ spec (well under 1 MB). Third-party code is in layers that `sam build` builds on
 stack (`BuildMethod: makefile`, infra.layer_build), each function taking only those it uses:
 
 - `DependenciesLayer`: pydantic, httpx, fastjsonschema, what every function imports;
-- `PowertoolsLayer`: aws-lambda-powertools, for every function too: each logs through its
-  Logger and prints its metrics as EMF (handlers.observe); the API also uses its REST
-  resolver, validation and idempotency. Agents read secrets with boto3 (runtime.secrets);
+- `PowertoolsLayer`: aws-lambda-powertools' Logger and Metrics (and what they import), for
+  every function too: each logs through its Logger and prints its metrics as EMF
+  (handlers.observe). Agents read secrets with boto3 (runtime.secrets);
+- `PowertoolsApiLayer`: the rest of Powertools the API uses (its REST resolver, validation,
+  idempotency), for the API function only: the same distribution split across two layers,
+  each file shipped once (Lambda merges every layer into /opt);
 - `McpLayer`: the MCP SDK, for the agents with `mcp:` tools, when some agent has them.
 - `TelemetryLayer`: the OpenTelemetry SDK and its OTLP exporter, for the agents' functions
   when `deployment.telemetry` is set (off: not built, not shipped).
@@ -40,6 +43,8 @@ class Layer:
     requirements: tuple[str, ...]
     lower: tuple[str, ...] = ()  # requirements of the layer beneath: not shipped again
     prune: tuple[str, ...] = ("bin",)  # globs, under the layer's python/
+    spared: tuple[str, ...] = ()  # globs the prune leaves (exceptions to it)
+    only: tuple[str, ...] = ()  # when set: ship only these globs (part of a distribution)
 
     @property
     def path(self) -> str:
@@ -51,26 +56,43 @@ DEPENDENCIES = Layer(
     "dependencies",
     "agentfn: pydantic, httpx, fastjsonschema",
     ("pydantic>=2.7,<3", "httpx>=0.27,<1", "fastjsonschema>=2.19"),
+    # pydantic.v1, the old API kept for migrations (0.25 MB zipped): agentfn's code and the
+    # layers' libraries use pydantic 2 only. A tool whose signature used a pydantic-1-style
+    # type (`__get_validators__`) would fail to import it where pydantic 2 only warns.
+    prune=("bin", "pydantic/v1"),
 )
 #: Powertools utilities the API does not use, nor any it uses imports.
 _UNUSED_POWERTOOLS = (
     "auth_alpha", "batch", "circuit_breaker", "data_masking", "feature_flags", "kafka",
     "parser", "streaming",
 )  # fmt: skip
+_PT = "aws_lambda_powertools"
+#: What Logger and Metrics import from `utilities` (every function needs those two).
+_CORE_UTILITIES = tuple(
+    f"{_PT}/utilities/{name}" for name in ("__init__.py", "jmespath_utils", "typing")
+)
 POWERTOOLS = Layer(
     "PowertoolsLayer",
     "powertools",
-    "agentfn: AWS Lambda Powertools (logs and metrics; the API's resolver)",
+    "agentfn: AWS Lambda Powertools' Logger and Metrics (every function)",
     ("aws-lambda-powertools>=3.0,<4",),
     lower=DEPENDENCIES.requirements,
+    # The REST resolver, validation and idempotency are the API's alone: its own layer.
+    prune=("bin", f"{_PT}/event_handler", f"{_PT}/utilities/*"),
+    spared=_CORE_UTILITIES,
+)
+POWERTOOLS_API = Layer(
+    "PowertoolsApiLayer",
+    "powertools-api",
+    "agentfn: the rest of AWS Lambda Powertools the API uses (on top of PowertoolsLayer)",
+    ("aws-lambda-powertools>=3.0,<4",),
+    lower=DEPENDENCIES.requirements,
+    only=(f"{_PT}/event_handler", f"{_PT}/utilities"),
     prune=(
-        "bin",
-        *(f"aws_lambda_powertools/utilities/{name}" for name in _UNUSED_POWERTOOLS),
+        *_CORE_UTILITIES,  # in PowertoolsLayer: one copy
+        *(f"{_PT}/utilities/{name}" for name in _UNUSED_POWERTOOLS),
         # The Swagger UI's bundles (1.7 MB): the API serves its OpenAPI document, not the UI.
-        *(
-            f"aws_lambda_powertools/event_handler/openapi/swagger_ui/*.{kind}"
-            for kind in ("js", "css")
-        ),
+        *(f"{_PT}/event_handler/openapi/swagger_ui/*.{kind}" for kind in ("js", "css")),
     ),
 )
 #: The layers of every function (the template's Globals).
@@ -99,7 +121,7 @@ def uses_mcp(spec: AgentfnSpec, agent: str) -> bool:
 
 def layers(spec: AgentfnSpec) -> list[Layer]:
     """The stack's layers (the MCP one only when an agent uses MCP)."""
-    found = [DEPENDENCIES, POWERTOOLS]
+    found = [DEPENDENCIES, POWERTOOLS, POWERTOOLS_API]
     if any(uses_mcp(spec, agent) for agent in spec.agents):
         found.append(MCP)
     if spec.deployment.telemetry is not None:  # runs are traced: agents record spans

@@ -78,7 +78,9 @@ def build_template(spec: AgentfnSpec, *, runtime: str | None = None) -> dict[str
         resources[ACCESS_LOGS] = _log_group(spec, "api-access")
     for layer in layers.layers(spec):
         resources[layer.logical_id] = layers.layer_resource(spec, layer, runtime)
-    resources[API_FUNCTION] = layers.built_by_makefile(api.api_function(spec), [])
+    resources[API_FUNCTION] = layers.built_by_makefile(
+        api.api_function(spec), [layers.POWERTOOLS_API]
+    )
     resources[functions.SWEEPER] = layers.built_by_makefile(functions.sweeper_function(spec), [])
     resources.update(monitoring.resources(spec))  # dashboard and alarms: not per agent
     outputs: dict[str, Any] = {

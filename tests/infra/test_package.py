@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from infra import layer_build
 from infra.package import stage_package
-from infra.sam.layers import DEPENDENCIES, MCP, POWERTOOLS
+from infra.sam.layers import DEPENDENCIES, MCP, POWERTOOLS, POWERTOOLS_API
 from infra.sam.template import build_template
 from runtime.spec import AgentfnSpec
 from tests.helpers import DEMO_SPEC, ROOT, load_spec
@@ -124,7 +125,12 @@ def test_every_function_takes_the_shared_layer_and_only_the_others_it_uses() -> 
     every = [{"Ref": DEPENDENCIES.logical_id}, {"Ref": POWERTOOLS.logical_id}]  # logs, metrics
     assert template["Globals"]["Function"]["Layers"] == every
     layers = {k for k, v in resources.items() if v["Type"] == "AWS::Serverless::LayerVersion"}
-    assert layers == {DEPENDENCIES.logical_id, POWERTOOLS.logical_id, MCP.logical_id}
+    assert layers == {
+        DEPENDENCIES.logical_id,
+        POWERTOOLS.logical_id,
+        POWERTOOLS_API.logical_id,
+        MCP.logical_id,
+    }
     for layer in layers:
         assert resources[layer]["Metadata"]["BuildMethod"] == "makefile"
     functions = {k: v for k, v in resources.items() if v["Type"] == "AWS::Serverless::Function"}
@@ -132,6 +138,7 @@ def test_every_function_takes_the_shared_layer_and_only_the_others_it_uses() -> 
         name: [r["Ref"] for r in f["Properties"].get("Layers", [])] for name, f in functions.items()
     }
     assert extra.pop("AgentShippingFunction") == [MCP.logical_id]  # the one agent with MCP
+    assert extra.pop("ApiFunction") == [POWERTOOLS_API.logical_id]  # its resolver, idempotency
     assert all(layers == [] for layers in extra.values()), extra
     assert all(f["Metadata"] == {"BuildMethod": "makefile"} for f in functions.values())
 
@@ -143,3 +150,59 @@ def test_a_spec_without_mcp_has_no_mcp_layer() -> None:
         agent["approval"] = []
     resources = build_template(AgentfnSpec.model_validate(data))["Resources"]
     assert MCP.logical_id not in json.dumps(resources)
+
+
+def _split_powertools(tmp_path: Path) -> tuple[Path, Path]:
+    """The two Powertools layers, cut from this venv's Powertools as the builder cuts them."""
+    import aws_lambda_powertools
+
+    installed = Path(aws_lambda_powertools.__file__).parent
+    trees = []
+    for layer in (POWERTOOLS, POWERTOOLS_API):
+        site = tmp_path / layer.folder / "python"
+        shutil.copytree(installed, site / "aws_lambda_powertools")
+        if layer.only:
+            layer_build.keep_only(site, list(layer.only))
+        layer_build.prune(site, list(layer.prune), list(layer.spared))
+        trees.append(site)
+    return trees[0], trees[1]
+
+
+def _files(site: Path) -> set[str]:
+    return {str(p.relative_to(site)) for p in site.rglob("*") if p.is_file()}
+
+
+def _imports(path: Path, code: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(path)}
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+
+
+def test_powertools_is_split_so_agents_ship_only_logger_and_metrics(tmp_path: Path) -> None:
+    core, api = _split_powertools(tmp_path)
+    assert not _files(core) & _files(api)  # each file in one layer only
+    assert not (core / "aws_lambda_powertools" / "event_handler").exists()
+    agents = "from aws_lambda_powertools import Logger, Metrics\n" + (
+        "from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import "
+        "AmazonCloudWatchEMFProvider\nLogger(service='x').info('ok')\n"
+    )
+    result = _imports(core, agents)
+    assert result.returncode == 0, result.stderr
+    assert _imports(core, "import aws_lambda_powertools.event_handler").returncode != 0
+    # Lambda merges the API function's layers into one /opt/python
+    merged = tmp_path / "opt" / "python"
+    for site in (core, api):
+        shutil.copytree(site, merged, dirs_exist_ok=True)
+    api_imports = (
+        "from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response\n"
+        "from aws_lambda_powertools.event_handler.openapi.params import Body, Header\n"
+        "from aws_lambda_powertools.utilities.idempotency import idempotent_function\n"
+        "from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer\n"
+        "APIGatewayRestResolver(enable_validation=True)\n"
+    )
+    result = _imports(merged, api_imports)
+    assert result.returncode == 0, result.stderr
+    sizes = {
+        s.parent.name: sum(p.stat().st_size for p in s.rglob("*") if p.is_file())
+        for s in (core, api)
+    }
+    assert sizes["powertools"] < sizes["powertools-api"] / 3, sizes  # agents carry the small part
