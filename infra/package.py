@@ -30,6 +30,7 @@ import runtime
 from infra.sam.layers import LAYERS_DIR, Layer, layers
 from infra.sam.template import PACKAGE_DIR, SPEC_FILE, STATE_MACHINES_DIR, definition_files
 from runtime.spec import AgentfnSpec
+from runtime.spec.databases import SqliteDatabase
 
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".DS_Store")
 BUILDER = "layer_build.py"
@@ -62,6 +63,12 @@ def stage_package(
     if tools.is_dir():
         shutil.copytree(tools, target / spec.tools_package, ignore=_IGNORE)
         names.append(spec.tools_package)
+    for database in spec.databases.values():  # SQLite files ship with the code (read-only)
+        if isinstance(database, SqliteDatabase) and (project_dir / database.path).is_file():
+            (target / database.path).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(project_dir / database.path, target / database.path)
+            top = Path(database.path).parts[0]
+            names += [] if top in names else [top]
     (target / SPEC_FILE).write_text(
         json.dumps(spec.to_compiled(), indent=1, sort_keys=True) + "\n", encoding="utf-8"
     )

@@ -193,6 +193,8 @@ def run_demo(extra: list[str]) -> int:
         [agentfn, "run", "triage", "Where is my order?", "--reply", "ORD-1002", *extra],
         # A real MCP server shipped in the repo (tools/mcp_servers), started over stdio.
         [agentfn, "run", "shipping", "Where is my parcel for ORD-1002?", *extra],
+        # A built-in tool: read-only SQL over the SQLite file shipped in data/shop.db.
+        [agentfn, "run", "analyst", "Which country brings in the most revenue?", *extra],
         # A workflow on its Step Functions state machine (under moto): two agents in
         # parallel, then billing, whose refund waits for a person (--approve).
         [agentfn, "run", "damaged_order", '{"order_id": "ORD-1001"}', "--approve", *extra],

@@ -13,6 +13,7 @@ from typing import Any
 
 from infra.sam.intrinsics import REGION, arn
 from runtime.spec import AgentfnSpec
+from runtime.spec.databases import AuroraDatabase
 from runtime.spec.graph import model_closure
 from runtime.spec.hooks import HttpHook, LambdaHook, agent_hooks
 from runtime.spec.models import BedrockModel
@@ -116,6 +117,8 @@ def agent_statements(spec: AgentfnSpec, agent: str) -> list[dict[str, Any]]:
             }
         )
 
+    statements += _database_statements(spec, agent)
+
     hooks = [h.function_arn for _, h in agent_hooks(spec, agent) if isinstance(h, LambdaHook)]
     if hooks:  # this agent's function asks them; no other function may invoke them
         statements.append(
@@ -160,3 +163,37 @@ def agent_statements(spec: AgentfnSpec, agent: str) -> list[dict[str, Any]]:
             }
         )
     return statements
+
+
+def _database_statements(spec: AgentfnSpec, agent: str) -> list[dict[str, Any]]:
+    """The Data API on exactly the aurora clusters the agent's database tools reach, and the
+    secret of each (SQLite files ship in the package: nothing to grant)."""
+    config = spec.agents[agent]
+    if not any(ref in ("builtin:database_query", "builtin:database_write") for ref in config.tools):
+        return []
+    aurora = [
+        spec.databases[n]
+        for n in config.databases
+        if isinstance(spec.databases.get(n), AuroraDatabase)
+    ]
+    if not aurora:
+        return []
+    return [
+        {
+            "Sid": "QueryAuroraDatabases",
+            "Effect": "Allow",
+            "Action": [
+                "rds-data:ExecuteStatement",
+                "rds-data:BeginTransaction",
+                "rds-data:CommitTransaction",
+                "rds-data:RollbackTransaction",
+            ],
+            "Resource": sorted({d.cluster_arn for d in aurora}),  # type: ignore[union-attr]
+        },
+        {
+            "Sid": "ReadAuroraSecrets",
+            "Effect": "Allow",
+            "Action": "secretsmanager:GetSecretValue",
+            "Resource": sorted({d.secret_arn for d in aurora}),  # type: ignore[union-attr]
+        },
+    ]

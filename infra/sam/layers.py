@@ -12,6 +12,7 @@ stack (`BuildMethod: makefile`, infra.layer_build), each function taking only th
   idempotency), for the API function only: the same distribution split across two layers,
   each file shipped once (Lambda merges every layer into /opt);
 - `McpLayer`: the MCP SDK, for the agents with `mcp:` tools, when some agent has them.
+- `SqlLayer`: sqlglot, for the agents with `database_query`/`database_write` only.
 - `TelemetryLayer`: the OpenTelemetry SDK and its OTLP exporter, for the agents' functions
   when `deployment.telemetry` is set (off: not built, not shipped).
 
@@ -106,6 +107,22 @@ MCP = Layer(
 )
 
 
+SQL = Layer(
+    "SqlLayer",
+    "sql",
+    "agentfn: sqlglot, the SQL parser of database_query (agents with database tools)",
+    ("sqlglot>=25,<40",),
+    lower=DEPENDENCIES.requirements,
+)
+
+
+def uses_databases(spec: AgentfnSpec, agent: str) -> bool:
+    return any(ref in DATABASE_TOOLS for ref in spec.agents[agent].tools)
+
+
+DATABASE_TOOLS = ("builtin:database_query", "builtin:database_write")
+
+
 TELEMETRY = Layer(
     "TelemetryLayer",
     "telemetry",
@@ -126,12 +143,15 @@ def layers(spec: AgentfnSpec) -> list[Layer]:
         found.append(MCP)
     if spec.deployment.telemetry is not None:  # runs are traced: agents record spans
         found.append(TELEMETRY)
+    if any(uses_databases(spec, agent) for agent in spec.agents):
+        found.append(SQL)
     return found
 
 
 def agent_layers(spec: AgentfnSpec, agent: str) -> list[Layer]:
     """What an agent's function takes besides EVERY_FUNCTION's layers (in Globals)."""
     extra = [MCP] if uses_mcp(spec, agent) else []
+    extra += [SQL] if uses_databases(spec, agent) else []
     return [*extra, TELEMETRY] if spec.deployment.telemetry is not None else extra
 
 

@@ -93,6 +93,15 @@ class Toolsets(Persistence):
                 self._lambda = boto3.client("lambda")
         return self._lambda
 
+    def _rds_data(self) -> Any:
+        """The RDS Data API client of aurora databases, made when a tool first needs it."""
+        found = vars(self).get("_rds_data_client")
+        if found is None:
+            import boto3
+
+            found = vars(self)["_rds_data_client"] = boto3.client("rds-data")
+        return found
+
     def _tools(self, agent: str, supervised: bool = False) -> dict[str, Tool]:
         """The agent's tools: built once per engine, plus this advance's MCP tools, plus its
         team tools (`supervised`: it works under a supervisor, so it may request_help)."""
@@ -104,6 +113,7 @@ class Toolsets(Persistence):
                 agent,
                 secrets=lambda text: self.secrets()(text),
                 lambda_client=self._lambda_for_tools,
+                rds_data=self._rds_data,
                 listing=lambda: ToolListing(
                     self._tools(agent, supervised), self._mcp_missing().get(agent, [])
                 ),

@@ -9,6 +9,7 @@ from pydantic import BeforeValidator, Field, WithJsonSchema, field_validator, mo
 
 from runtime.spec.budget import BudgetSettings
 from runtime.spec.context import CompactionSettings
+from runtime.spec.databases import DatabaseAccess
 from runtime.spec.hooks import HookConfig
 from runtime.spec.models import SpecModel
 from runtime.spec.types import Duration, Name
@@ -179,6 +180,10 @@ class AgentConfig(SpecModel):
         None,
         description="Keeps the prompt inside the model's window; the keys it sets change "
         "defaults.compaction.",
+    )
+    databases: dict[Name, DatabaseAccess] = Field(
+        default_factory=dict,
+        description="Tables this agent's database_query / database_write may reach, per database.",
     )
     storage_prefix: str | None = Field(
         None,

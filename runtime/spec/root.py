@@ -17,6 +17,7 @@ from pydantic import Field, field_validator, model_validator
 from runtime.spec.agents import AgentConfig
 from runtime.spec.budget import BudgetSettings
 from runtime.spec.context import CompactionSettings
+from runtime.spec.databases import DatabaseConfig
 from runtime.spec.hooks import HookConfig
 from runtime.spec.models import ModelConfig, SpecModel
 from runtime.spec.monitoring import MonitoringSettings
@@ -114,6 +115,9 @@ class AgentfnSpec(SpecModel):
     models: dict[Name, ModelConfig] = Field(default_factory=dict)
     mcp_servers: dict[Name, McpServerConfig] = Field(default_factory=dict)
     tools: dict[Name, ToolConfig] = Field(default_factory=dict)
+    databases: dict[Name, DatabaseConfig] = Field(
+        default_factory=dict, description="Databases of database_query / database_write."
+    )
     hooks: list[HookConfig] = Field(
         default_factory=list, description="Every agent's hooks, first of all (see docs: Hooks)."
     )

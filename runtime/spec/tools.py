@@ -192,4 +192,6 @@ BUILTIN_TOOLS = (
     "http_request",
     "storage_read",
     "storage_write",
+    "database_query",
+    "database_write",
 )

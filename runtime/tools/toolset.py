@@ -30,6 +30,7 @@ def build_toolset(
     secrets: Callable[[str], str],
     lambda_client: Callable[[], Any],
     listing: Callable[[], dict[str, Tool]],
+    rds_data: Callable[[], Any] = lambda: None,
 ) -> dict[str, Tool]:
     """Name → Tool for everything the agent may call except MCP tools.
 
@@ -60,6 +61,10 @@ def build_toolset(
                 for tool in storage_tools(storage_prefix(spec, agent)):
                     if tool.name == name:
                         tools[name] = tool
+            elif name in {"database_query", "database_write"}:
+                from runtime.tools.database.tools import database_tools
+
+                tools[name] = database_tools(spec, agent, rds_data)[name]
             elif name in CACHE_TOOLS:
                 wanted_cache = True
             continue

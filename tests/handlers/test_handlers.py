@@ -228,6 +228,7 @@ def test_list_agents(stack: EmbeddedStack) -> None:
         "triage",
         "shipping",
         "billing",
+        "analyst",
         "assistant",
     ]
     support = answer.body["agents"][0]

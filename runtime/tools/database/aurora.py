@@ -1,0 +1,91 @@
+"""Aurora through the RDS Data API: a query runs in a transaction that is rolled back (read
+only on PostgreSQL), a write in one that is committed. Values are always parameters."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import Any
+
+from runtime.spec.databases import AuroraDatabase
+from runtime.tools.base import ToolError
+from runtime.tools.database.results import capped_rows
+
+
+def _parameter(name: str, value: Any) -> dict[str, Any]:
+    if value is None:
+        return {"name": name, "value": {"isNull": True}}
+    if isinstance(value, bool):
+        return {"name": name, "value": {"booleanValue": value}}
+    if isinstance(value, int):
+        return {"name": name, "value": {"longValue": value}}
+    if isinstance(value, float):
+        return {"name": name, "value": {"doubleValue": value}}
+    return {"name": name, "value": {"stringValue": str(value)}}
+
+
+def _target(config: AuroraDatabase) -> dict[str, str]:
+    return {
+        "resourceArn": config.cluster_arn,
+        "secretArn": config.secret_arn,
+        "database": config.database,
+    }
+
+
+def _failed(exc: Exception, what: str) -> ToolError:
+    response = getattr(exc, "response", None) or {}
+    message = (response.get("Error") or {}).get("Message") or type(exc).__name__
+    return ToolError(f"the {what} failed: {message[:500]}")
+
+
+def query(client: Any, config: AuroraDatabase, sql: str) -> dict[str, Any]:
+    target = _target(config)
+    try:
+        transaction = client.begin_transaction(**target)["transactionId"]
+    except Exception as exc:
+        raise _failed(exc, "query") from None
+    try:
+        if config.engine == "postgresql":
+            client.execute_statement(
+                **target, sql="SET TRANSACTION READ ONLY", transactionId=transaction
+            )
+        answer = client.execute_statement(
+            **target,
+            sql=sql,
+            transactionId=transaction,
+            includeResultMetadata=True,
+            formatRecordsAs="JSON",
+        )
+    except Exception as exc:
+        raise _failed(exc, "query") from None
+    finally:
+        # a failed rollback is harmless: the transaction times out, and nothing was written
+        with contextlib.suppress(Exception):
+            client.rollback_transaction(
+                resourceArn=config.cluster_arn,
+                secretArn=config.secret_arn,
+                transactionId=transaction,
+            )
+    records = json.loads(answer.get("formattedRecords") or "[]")
+    columns = [c.get("name", "") for c in answer.get("columnMetadata", [])] or (
+        list(records[0]) if records else []
+    )
+    return capped_rows(columns, ([r.get(c) for c in columns] for r in records))
+
+
+def write(client: Any, config: AuroraDatabase, sql: str, params: dict[str, Any]) -> int:
+    target = _target(config)
+    try:
+        transaction = client.begin_transaction(**target)["transactionId"]
+        answer = client.execute_statement(
+            **target,
+            sql=sql,
+            parameters=[_parameter(k, v) for k, v in params.items()],
+            transactionId=transaction,
+        )
+        client.commit_transaction(
+            resourceArn=config.cluster_arn, secretArn=config.secret_arn, transactionId=transaction
+        )
+    except Exception as exc:
+        raise _failed(exc, "write") from None
+    return int(answer.get("numberOfRecordsUpdated", 0))
