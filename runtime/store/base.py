@@ -248,6 +248,10 @@ class BlobStore(Protocol):
         """(key, size) of objects under `prefix`, in key order."""
         ...
 
+    def presign(self, key: str, seconds: int) -> str:
+        """A URL that downloads the object for `seconds`, without credentials."""
+        ...
+
 
 class RunStore(Protocol):
     """Durable run state. Implementations: MemoryStore (tests, benchmarks), DynamoStore."""

@@ -41,8 +41,23 @@ class S3Blobs:
         return body
 
     def list(self, prefix: str, limit: int = 100) -> list[tuple[str, int]]:
-        answer = self._s3.list_objects_v2(Bucket=self._bucket, Prefix=prefix, MaxKeys=limit)
-        return [(o["Key"], int(o["Size"])) for o in answer.get("Contents", [])]
+        """Up to `limit` objects, over as many pages (1,000 keys each) as that takes."""
+        found: list[tuple[str, int]] = []
+        kwargs: dict[str, Any] = {"Bucket": self._bucket, "Prefix": prefix}
+        while len(found) < limit:
+            answer = self._s3.list_objects_v2(**kwargs, MaxKeys=min(1000, limit - len(found)))
+            found += [(o["Key"], int(o["Size"])) for o in answer.get("Contents", [])]
+            if not answer.get("IsTruncated"):
+                break
+            kwargs["ContinuationToken"] = answer["NextContinuationToken"]
+        return found
+
+    def presign(self, key: str, seconds: int) -> str:
+        self._s3.head_object(Bucket=self._bucket, Key=key)  # no URL for what is not there
+        url: str = self._s3.generate_presigned_url(
+            "get_object", Params={"Bucket": self._bucket, "Key": key}, ExpiresIn=seconds
+        )
+        return url
 
 
 class DynamoStore:
