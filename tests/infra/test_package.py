@@ -16,7 +16,7 @@ from pathlib import Path
 
 from infra import layer_build
 from infra.package import stage_package
-from infra.sam.layers import DEPENDENCIES, MCP, POWERTOOLS, POWERTOOLS_API
+from infra.sam.layers import DEPENDENCIES, MCP, POWERTOOLS, POWERTOOLS_API, SQL
 from infra.sam.template import build_template
 from runtime.spec import AgentfnSpec
 from tests.helpers import DEMO_SPEC, ROOT, load_spec
@@ -38,6 +38,7 @@ def test_the_function_code_ships_bytecode_that_is_never_compiled_again(tmp_path:
     subprocess.run(_recipe(package / "Makefile", built), cwd=package, check=True)
     assert sorted(p.name for p in built.iterdir()) == [
         "agentfn.spec.json",
+        "data",  # the demo's SQLite database (databases.shop)
         "handlers",
         "runtime",
         "tools",
@@ -130,6 +131,7 @@ def test_every_function_takes_the_shared_layer_and_only_the_others_it_uses() -> 
         POWERTOOLS.logical_id,
         POWERTOOLS_API.logical_id,
         MCP.logical_id,
+        SQL.logical_id,
     }
     for layer in layers:
         assert resources[layer]["Metadata"]["BuildMethod"] == "makefile"
@@ -139,6 +141,7 @@ def test_every_function_takes_the_shared_layer_and_only_the_others_it_uses() -> 
     }
     assert extra.pop("AgentShippingFunction") == [MCP.logical_id]  # the one agent with MCP
     assert extra.pop("ApiFunction") == [POWERTOOLS_API.logical_id]  # its resolver, idempotency
+    assert extra.pop("AgentAnalystFunction") == [SQL.logical_id]  # the one with database tools
     assert all(layers == [] for layers in extra.values()), extra
     assert all(f["Metadata"] == {"BuildMethod": "makefile"} for f in functions.values())
 
