@@ -206,7 +206,8 @@ def package_sizes() -> None:
         project.mkdir()
         shutil.copy(ROOT / "agents.yaml", project)
         shutil.copytree(ROOT / "tools", project / "tools")
-        shutil.copytree(ROOT / "data", project / "data")  # the demo's SQLite database
+        for folder in ("data", "knowledge"):  # the demo's SQLite file and knowledge base
+            shutil.copytree(ROOT / folder, project / folder)
         agentfn("build", "-f", "agents.yaml", "-o", "template.yaml", "--runtime", PY, cwd=project)
         env = {**os.environ, "SAM_CLI_TELEMETRY": "0", "AWS_DEFAULT_REGION": "us-east-1"}
         env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env["PATH"]])

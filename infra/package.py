@@ -31,6 +31,7 @@ from infra.sam.layers import LAYERS_DIR, Layer, layers
 from infra.sam.template import PACKAGE_DIR, SPEC_FILE, STATE_MACHINES_DIR, definition_files
 from runtime.spec import AgentfnSpec
 from runtime.spec.databases import SqliteDatabase
+from runtime.spec.knowledge import LocalKnowledgeBase
 
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".DS_Store")
 BUILDER = "layer_build.py"
@@ -69,6 +70,7 @@ def stage_package(
             shutil.copy2(project_dir / database.path, target / database.path)
             top = Path(database.path).parts[0]
             names += [] if top in names else [top]
+    names += stage_knowledge_indexes(spec, project_dir, target)
     (target / SPEC_FILE).write_text(
         json.dumps(spec.to_compiled(), indent=1, sort_keys=True) + "\n", encoding="utf-8"
     )
@@ -78,6 +80,21 @@ def stage_package(
     stage_layers(spec, template_dir, python)
     stage_definitions(spec, template_dir)
     return target
+
+
+def stage_knowledge_indexes(spec: AgentfnSpec, project_dir: Path, target: Path) -> list[str]:
+    """The BM25 index of each local knowledge base, made now (bm25s runs at build time only)
+    and shipped in the package: Lambda searches it without any library."""
+    from runtime.tools.knowledge.local import INDEX_DIR, build_index
+
+    local = {n: kb for n, kb in spec.knowledge_bases.items() if isinstance(kb, LocalKnowledgeBase)}
+    if not local:
+        return []
+    (target / INDEX_DIR).mkdir()
+    for name, kb in local.items():
+        index = build_index(project_dir / kb.path, kb.chunk_chars)
+        (target / INDEX_DIR / f"{name}.json").write_text(json.dumps(index), encoding="utf-8")
+    return [INDEX_DIR]
 
 
 def stage_layers(spec: AgentfnSpec, template_dir: Path, runtime_name: str) -> None:

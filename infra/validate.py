@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 from infra.database_checks import check_databases
 from infra.hook_checks import check_hooks
 from infra.issues import SpecIssue, did_you_mean, format_path
+from infra.knowledge_checks import check_knowledge
 from infra.prices import with_prices
 from infra.references import check_references
 from infra.run_limits import budget_problems, context_problems
@@ -77,7 +78,7 @@ def validate_text(text: str, file: str, project_dir: Path) -> ValidationResult:
             )
 
     checks = [*check_references(data, project_dir), *check_hooks(data, project_dir)]
-    checks += check_databases(data, project_dir)
+    checks += check_databases(data, project_dir) + check_knowledge(data, project_dir)
     for problem in [*checks, *check_workflows(data)]:
         where, position = source.locate(problem.path, key=problem.at_key)
         if where in reported and where == problem.path:

@@ -195,6 +195,8 @@ def run_demo(extra: list[str]) -> int:
         [agentfn, "run", "shipping", "Where is my parcel for ORD-1002?", *extra],
         # A built-in tool: read-only SQL over the SQLite file shipped in data/shop.db.
         [agentfn, "run", "analyst", "Which country brings in the most revenue?", *extra],
+        # Knowledge search (BM25 over knowledge/*.md) and SQL in one step, run in parallel.
+        [agentfn, "run", "helpdesk", "ORD-1001 arrived damaged: what are my options?", *extra],
         # A workflow on its Step Functions state machine (under moto): two agents in
         # parallel, then billing, whose refund waits for a person (--approve).
         [agentfn, "run", "damaged_order", '{"order_id": "ORD-1001"}', "--approve", *extra],

@@ -16,6 +16,7 @@ from runtime.spec import AgentfnSpec
 from runtime.spec.databases import AuroraDatabase
 from runtime.spec.graph import model_closure
 from runtime.spec.hooks import HttpHook, LambdaHook, agent_hooks
+from runtime.spec.knowledge import BedrockKnowledgeBase
 from runtime.spec.models import BedrockModel
 from runtime.spec.tools import LambdaTool
 from runtime.spec.types import SECRET_REF_RE
@@ -118,6 +119,7 @@ def agent_statements(spec: AgentfnSpec, agent: str) -> list[dict[str, Any]]:
         )
 
     statements += _database_statements(spec, agent)
+    statements += _knowledge_statements(spec, agent)
 
     hooks = [h.function_arn for _, h in agent_hooks(spec, agent) if isinstance(h, LambdaHook)]
     if hooks:  # this agent's function asks them; no other function may invoke them
@@ -196,4 +198,31 @@ def _database_statements(spec: AgentfnSpec, agent: str) -> list[dict[str, Any]]:
             "Action": "secretsmanager:GetSecretValue",
             "Resource": sorted({d.secret_arn for d in aurora}),  # type: ignore[union-attr]
         },
+    ]
+
+
+def _knowledge_statements(spec: AgentfnSpec, agent: str) -> list[dict[str, Any]]:
+    """Retrieve on exactly the Bedrock Knowledge Bases the agent searches (local ones ship
+    in the package: nothing to grant)."""
+    config = spec.agents[agent]
+    if "builtin:knowledge_search" not in config.tools:
+        return []
+    arns = []
+    for name in config.knowledge_bases:
+        kb = spec.knowledge_bases.get(name)
+        if isinstance(kb, BedrockKnowledgeBase):
+            region = kb.region or "${AWS::Region}"
+            arns.append(
+                {"Fn::Sub": f"arn:${{AWS::Partition}}:bedrock:{region}:${{AWS::AccountId}}:"
+                 f"knowledge-base/{kb.knowledge_base_id}"}
+            )  # fmt: skip
+    if not arns:
+        return []
+    return [
+        {
+            "Sid": "SearchBedrockKnowledgeBases",
+            "Effect": "Allow",
+            "Action": "bedrock:Retrieve",
+            "Resource": arns,
+        }
     ]

@@ -102,6 +102,15 @@ class Toolsets(Persistence):
             found = vars(self)["_rds_data_client"] = boto3.client("rds-data")
         return found
 
+    def _bedrock_retrieval(self, region: str | None) -> Any:
+        """The Bedrock Knowledge Base client (per region), made when a search first needs it."""
+        clients: dict[str | None, Any] = vars(self).setdefault("_retrieval_clients", {})
+        if region not in clients:
+            import boto3
+
+            clients[region] = boto3.client("bedrock-agent-runtime", region_name=region)
+        return clients[region]
+
     def _tools(self, agent: str, supervised: bool = False) -> dict[str, Tool]:
         """The agent's tools: built once per engine, plus this advance's MCP tools, plus its
         team tools (`supervised`: it works under a supervisor, so it may request_help)."""
@@ -114,6 +123,7 @@ class Toolsets(Persistence):
                 secrets=lambda text: self.secrets()(text),
                 lambda_client=self._lambda_for_tools,
                 rds_data=self._rds_data,
+                bedrock_retrieval=self._bedrock_retrieval,
                 listing=lambda: ToolListing(
                     self._tools(agent, supervised), self._mcp_missing().get(agent, [])
                 ),

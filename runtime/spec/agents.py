@@ -181,6 +181,9 @@ class AgentConfig(SpecModel):
         description="Keeps the prompt inside the model's window; the keys it sets change "
         "defaults.compaction.",
     )
+    knowledge_bases: list[Name] = Field(
+        default_factory=list, description="Knowledge bases this agent's knowledge_search searches."
+    )
     databases: dict[Name, DatabaseAccess] = Field(
         default_factory=dict,
         description="Tables this agent's database_query / database_write may reach, per database.",

@@ -19,6 +19,7 @@ from runtime.spec.budget import BudgetSettings
 from runtime.spec.context import CompactionSettings
 from runtime.spec.databases import DatabaseConfig
 from runtime.spec.hooks import HookConfig
+from runtime.spec.knowledge import KnowledgeBaseConfig
 from runtime.spec.models import ModelConfig, SpecModel
 from runtime.spec.monitoring import MonitoringSettings
 from runtime.spec.telemetry import TelemetrySettings
@@ -115,6 +116,9 @@ class AgentfnSpec(SpecModel):
     models: dict[Name, ModelConfig] = Field(default_factory=dict)
     mcp_servers: dict[Name, McpServerConfig] = Field(default_factory=dict)
     tools: dict[Name, ToolConfig] = Field(default_factory=dict)
+    knowledge_bases: dict[Name, KnowledgeBaseConfig] = Field(
+        default_factory=dict, description="What knowledge_search searches (local or bedrock)."
+    )
     databases: dict[Name, DatabaseConfig] = Field(
         default_factory=dict, description="Databases of database_query / database_write."
     )

@@ -194,4 +194,5 @@ BUILTIN_TOOLS = (
     "storage_write",
     "database_query",
     "database_write",
+    "knowledge_search",
 )

@@ -31,6 +31,7 @@ def build_toolset(
     lambda_client: Callable[[], Any],
     listing: Callable[[], dict[str, Tool]],
     rds_data: Callable[[], Any] = lambda: None,
+    bedrock_retrieval: Callable[[str | None], Any] = lambda region: None,
 ) -> dict[str, Tool]:
     """Name → Tool for everything the agent may call except MCP tools.
 
@@ -65,6 +66,10 @@ def build_toolset(
                 from runtime.tools.database.tools import database_tools
 
                 tools[name] = database_tools(spec, agent, rds_data)[name]
+            elif name == "knowledge_search":
+                from runtime.tools.knowledge.tool import knowledge_search_tool
+
+                tools[name] = knowledge_search_tool(spec, agent, bedrock_retrieval)
             elif name in CACHE_TOOLS:
                 wanted_cache = True
             continue

@@ -229,6 +229,7 @@ def test_list_agents(stack: EmbeddedStack) -> None:
         "shipping",
         "billing",
         "analyst",
+        "helpdesk",
         "assistant",
     ]
     support = answer.body["agents"][0]

@@ -13,7 +13,7 @@ from tests.helpers import FULL_SPEC, ROOT, run_agentfn
 def test_validate_accepts_the_demo_spec() -> None:
     result = run_agentfn("validate")
     assert result.returncode == 0, result.stderr
-    assert "agents.yaml: valid — 8 agents" in result.stdout
+    assert "agents.yaml: valid — 9 agents" in result.stdout
 
 
 def test_validate_reports_every_problem_with_file_line_and_path(tmp_path: Path) -> None:

@@ -156,9 +156,11 @@ def test_iam_and_layers_follow_the_database_tools() -> None:
     assert by_sid["ReadAuroraSecrets"]["Resource"] == [
         "arn:aws:secretsmanager:eu-west-1:123456789012:secret:ledger-AbCdEf"
     ]
-    others = [
-        k for k, v in resources.items() if k.endswith("Function") and k != "AgentAnalystFunction"
-    ]
+    # helpdesk reads the SQLite file: sqlglot, but no Data API (its database is not aurora)
+    helpdesk = json.dumps(resources["AgentHelpdeskFunction"])
+    assert SQL.logical_id in helpdesk and "rds-data" not in helpdesk
+    with_tools = {"AgentAnalystFunction", "AgentHelpdeskFunction"}
+    others = [k for k in resources if k.endswith("Function") and k not in with_tools]
     for name in others:
         text = json.dumps(resources[name])
         assert "rds-data" not in text and SQL.logical_id not in text, name

@@ -40,6 +40,7 @@ def test_the_function_code_ships_bytecode_that_is_never_compiled_again(tmp_path:
         "agentfn.spec.json",
         "data",  # the demo's SQLite database (databases.shop)
         "handlers",
+        "knowledge_index",  # the BM25 index of knowledge_bases.policies
         "runtime",
         "tools",
     ]
@@ -141,7 +142,8 @@ def test_every_function_takes_the_shared_layer_and_only_the_others_it_uses() -> 
     }
     assert extra.pop("AgentShippingFunction") == [MCP.logical_id]  # the one agent with MCP
     assert extra.pop("ApiFunction") == [POWERTOOLS_API.logical_id]  # its resolver, idempotency
-    assert extra.pop("AgentAnalystFunction") == [SQL.logical_id]  # the one with database tools
+    for agent in ("AgentAnalystFunction", "AgentHelpdeskFunction"):  # the database tools'
+        assert extra.pop(agent) == [SQL.logical_id]
     assert all(layers == [] for layers in extra.values()), extra
     assert all(f["Metadata"] == {"BuildMethod": "makefile"} for f in functions.values())
 

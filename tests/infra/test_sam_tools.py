@@ -39,8 +39,9 @@ def _project(name: str, tmp_path: Path, runtime: str | None = None) -> Path:
     project.mkdir()
     shutil.copy(spec, project / "agents.yaml")
     shutil.copytree(spec.parent / "tools", project / "tools")
-    if (spec.parent / "data").is_dir():  # the demo's SQLite database
-        shutil.copytree(spec.parent / "data", project / "data")
+    for folder in ("data", "knowledge"):  # the demo's SQLite database and knowledge base
+        if (spec.parent / folder).is_dir():
+            shutil.copytree(spec.parent / folder, project / folder)
     args = ["build", "-f", "agents.yaml", "-o", "template.yaml"]
     if runtime:
         args += ["--runtime", runtime]
