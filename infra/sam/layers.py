@@ -12,6 +12,7 @@ stack (`BuildMethod: makefile`, infra.layer_build), each function taking only th
   idempotency), for the API function only: the same distribution split across two layers,
   each file shipped once (Lambda merges every layer into /opt);
 - `McpLayer`: the MCP SDK, for the agents with `mcp:` tools, when some agent has them.
+- `WebLayer`: markdownify and Beautiful Soup, for the agents with `web_scrape` only.
 - `SqlLayer`: sqlglot, for the agents with `database_query`/`database_write` only.
 - `TelemetryLayer`: the OpenTelemetry SDK and its OTLP exporter, for the agents' functions
   when `deployment.telemetry` is set (off: not built, not shipped).
@@ -116,6 +117,19 @@ SQL = Layer(
 )
 
 
+WEB = Layer(
+    "WebLayer",
+    "web",
+    "agentfn: markdownify and Beautiful Soup, web_scrape's HTML to Markdown",
+    ("markdownify>=0.13,<2",),
+    lower=DEPENDENCIES.requirements,
+)
+
+
+def uses_scrape(spec: AgentfnSpec, agent: str) -> bool:
+    return "builtin:web_scrape" in spec.agents[agent].tools
+
+
 def uses_databases(spec: AgentfnSpec, agent: str) -> bool:
     return any(ref in DATABASE_TOOLS for ref in spec.agents[agent].tools)
 
@@ -145,6 +159,8 @@ def layers(spec: AgentfnSpec) -> list[Layer]:
         found.append(TELEMETRY)
     if any(uses_databases(spec, agent) for agent in spec.agents):
         found.append(SQL)
+    if any(uses_scrape(spec, agent) for agent in spec.agents):
+        found.append(WEB)
     return found
 
 
@@ -152,6 +168,7 @@ def agent_layers(spec: AgentfnSpec, agent: str) -> list[Layer]:
     """What an agent's function takes besides EVERY_FUNCTION's layers (in Globals)."""
     extra = [MCP] if uses_mcp(spec, agent) else []
     extra += [SQL] if uses_databases(spec, agent) else []
+    extra += [WEB] if uses_scrape(spec, agent) else []
     return [*extra, TELEMETRY] if spec.deployment.telemetry is not None else extra
 
 

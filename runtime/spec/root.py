@@ -25,6 +25,7 @@ from runtime.spec.monitoring import MonitoringSettings
 from runtime.spec.telemetry import TelemetrySettings
 from runtime.spec.tools import McpServerConfig, ToolConfig
 from runtime.spec.types import Duration, Name
+from runtime.spec.web import WebSettings
 from runtime.spec.workflows import WorkflowConfig
 
 SCHEMA_VERSION = 1
@@ -121,6 +122,9 @@ class AgentfnSpec(SpecModel):
     )
     databases: dict[Name, DatabaseConfig] = Field(
         default_factory=dict, description="Databases of database_query / database_write."
+    )
+    web: WebSettings = Field(
+        default_factory=WebSettings, description="web_search's provider; web_scrape's reach."
     )
     hooks: list[HookConfig] = Field(
         default_factory=list, description="Every agent's hooks, first of all (see docs: Hooks)."

@@ -195,4 +195,6 @@ BUILTIN_TOOLS = (
     "database_query",
     "database_write",
     "knowledge_search",
+    "web_search",
+    "web_scrape",
 )

@@ -66,6 +66,14 @@ def build_toolset(
                 from runtime.tools.database.tools import database_tools
 
                 tools[name] = database_tools(spec, agent, rds_data)[name]
+            elif name == "web_search":
+                from runtime.tools.web.search import web_search_tool
+
+                tools[name] = web_search_tool(spec.web.search, secrets)
+            elif name == "web_scrape":
+                from runtime.tools.web.scrape import web_scrape_tool
+
+                tools[name] = web_scrape_tool(spec.web.scrape)
             elif name == "knowledge_search":
                 from runtime.tools.knowledge.tool import knowledge_search_tool
 
