@@ -108,7 +108,11 @@ def cmd_build(args: argparse.Namespace) -> int:
     spec = _load(args.file)
     if spec is None:
         return 1
-    text = render(build_template(spec, runtime=args.runtime))
+    try:
+        text = render(build_template(spec, runtime=args.runtime))
+    except ValueError as exc:  # what only a deployment needs (code_execute's VPC, …)
+        _err(f"{args.file}: cannot build a template: {exc}")
+        return 1
     output = Path(args.output)
     if args.check:
         current = output.read_text(encoding="utf-8") if output.exists() else ""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from infra.naming import agent_function_id, agent_physical_name
-from infra.sam import asl, grants, iam
+from infra.sam import asl, grants, iam, sandbox
 from infra.sam.intrinsics import get_arn, sub
 from runtime.spec import AgentfnSpec
 
@@ -35,7 +35,13 @@ def agent_function(spec: AgentfnSpec, agent: str) -> dict[str, Any]:
         concurrency = spec.defaults.lambda_.reserved_concurrency
     if concurrency is not None:
         props["ReservedConcurrentExecutions"] = concurrency
-    statements = [*grants.agent_data_statements(spec, agent), *iam.agent_statements(spec, agent)]
+    if sandbox.agent_grant(spec, agent):
+        props["Environment"]["Variables"]["AGENTFN_SANDBOX_FUNCTION"] = sub(sandbox.SANDBOX_NAME)
+    statements = [
+        *grants.agent_data_statements(spec, agent),
+        *iam.agent_statements(spec, agent),
+        *sandbox.agent_grant(spec, agent),
+    ]
     props["Policies"] = [{"Statement": statements}]
     return {"Type": "AWS::Serverless::Function", "Properties": props}
 

@@ -34,7 +34,7 @@ from infra.naming import (
     workflow_function_id,
     workflow_state_machine_id,
 )
-from infra.sam import api, asl, data, functions, layers, monitoring, workflows
+from infra.sam import api, asl, data, functions, layers, monitoring, sandbox, workflows
 from infra.sam.api import ACCESS_LOGS, API, API_FUNCTION
 from infra.sam.data import BUCKET, IDEMPOTENCY_TABLE, TABLE, table_resource
 from infra.sam.intrinsics import arn, ref, sub
@@ -83,6 +83,7 @@ def build_template(spec: AgentfnSpec, *, runtime: str | None = None) -> dict[str
     )
     resources[functions.SWEEPER] = layers.built_by_makefile(functions.sweeper_function(spec), [])
     resources.update(monitoring.resources(spec))  # dashboard and alarms: not per agent
+    resources.update(sandbox.resources(spec))  # code_execute's, when an agent uses it
     outputs: dict[str, Any] = {
         "ApiUrl": {
             "Description": "Base URL of the agentfn API",

@@ -22,6 +22,7 @@ from runtime.spec.hooks import HookConfig
 from runtime.spec.knowledge import KnowledgeBaseConfig
 from runtime.spec.models import ModelConfig, SpecModel
 from runtime.spec.monitoring import MonitoringSettings
+from runtime.spec.sandbox import CodeExecuteSettings
 from runtime.spec.telemetry import TelemetrySettings
 from runtime.spec.tools import McpServerConfig, ToolConfig
 from runtime.spec.types import Duration, Name
@@ -122,6 +123,9 @@ class AgentfnSpec(SpecModel):
     )
     databases: dict[Name, DatabaseConfig] = Field(
         default_factory=dict, description="Databases of database_query / database_write."
+    )
+    code_execute: CodeExecuteSettings = Field(
+        default_factory=CodeExecuteSettings, description="code_execute's sandbox."
     )
     web: WebSettings = Field(
         default_factory=WebSettings, description="web_search's provider; web_scrape's reach."

@@ -197,4 +197,5 @@ BUILTIN_TOOLS = (
     "knowledge_search",
     "web_search",
     "web_scrape",
+    "code_execute",
 )

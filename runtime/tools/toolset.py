@@ -66,6 +66,10 @@ def build_toolset(
                 from runtime.tools.database.tools import database_tools
 
                 tools[name] = database_tools(spec, agent, rds_data)[name]
+            elif name == "code_execute":
+                from runtime.tools.sandbox.tool import code_execute_tool
+
+                tools[name] = code_execute_tool(spec.code_execute, lambda_client)
             elif name == "web_search":
                 from runtime.tools.web.search import web_search_tool
 
