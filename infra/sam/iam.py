@@ -49,6 +49,8 @@ def agent_secrets(spec: AgentfnSpec, agent: str) -> list[str]:
                 used |= _referenced_secrets(spec.tools[ref].model_dump(mode="json"))
     if "builtin:web_search" in spec.agents[agent].tools and spec.web.search is not None:
         used |= _referenced_secrets(spec.web.search.api_key)
+    if "builtin:web_scrape" in spec.agents[agent].tools and spec.web.scrape.firecrawl is not None:
+        used |= _referenced_secrets(spec.web.scrape.firecrawl.api_key)
     for _, hook in agent_hooks(spec, agent):  # the agent's own function asks its hooks
         if isinstance(hook, HttpHook):
             used |= _referenced_secrets(hook.headers)

@@ -127,7 +127,8 @@ WEB = Layer(
 
 
 def uses_scrape(spec: AgentfnSpec, agent: str) -> bool:
-    return "builtin:web_scrape" in spec.agents[agent].tools
+    """Firecrawl answers in Markdown itself: with it, no HTML converter is shipped."""
+    return "builtin:web_scrape" in spec.agents[agent].tools and spec.web.scrape.firecrawl is None
 
 
 def uses_databases(spec: AgentfnSpec, agent: str) -> bool:

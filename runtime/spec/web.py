@@ -28,7 +28,24 @@ class WebSearchSettings(SpecModel):
         return str(self.base_url) if self.base_url else SEARCH_URLS[self.provider]
 
 
+FIRECRAWL_URL = "https://api.firecrawl.dev/v2/scrape"
+
+
+class FirecrawlSettings(SpecModel):
+    api_key: SecretRef
+    base_url: HttpUrl | None = Field(
+        None, description="Its scrape endpoint (a self-hosted Firecrawl); default: the public API."
+    )
+
+    def endpoint(self) -> str:
+        return str(self.base_url) if self.base_url else FIRECRAWL_URL
+
+
 class WebScrapeSettings(SpecModel):
+    firecrawl: FirecrawlSettings | None = Field(
+        None,
+        description="Scrape through Firecrawl (renders JavaScript) instead of fetching directly.",
+    )
     allow_private: list[str] = Field(
         default_factory=list,
         description="Hosts or networks web_scrape may reach although private (like HTTP tools).",

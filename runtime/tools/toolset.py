@@ -77,7 +77,7 @@ def build_toolset(
             elif name == "web_scrape":
                 from runtime.tools.web.scrape import web_scrape_tool
 
-                tools[name] = web_scrape_tool(spec.web.scrape)
+                tools[name] = web_scrape_tool(spec.web.scrape, secrets)
             elif name == "knowledge_search":
                 from runtime.tools.knowledge.tool import knowledge_search_tool
 

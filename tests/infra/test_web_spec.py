@@ -24,3 +24,16 @@ def test_the_web_tools_get_their_layer_and_key_and_nobody_else_does() -> None:
         if name.endswith("Function") and name != "AgentResearcherFunction":
             text = json.dumps(resource)
             assert WEB.logical_id not in text and "agentfn/exa" not in text, name
+
+
+def test_firecrawl_key_goes_to_the_scraper_alone_and_it_needs_no_html_layer() -> None:
+    data = load_spec(DEMO_SPEC).to_compiled()
+    data["secrets"]["fc-key"] = {"source": "secretsmanager", "name": "agentfn/firecrawl"}
+    data["web"] = {"scrape": {"firecrawl": {"api_key": "${secret:fc-key}"}}}
+    data["agents"]["researcher"]["tools"] += ["builtin:web_scrape"]
+    resources = build_template(AgentfnSpec.model_validate(data))["Resources"]
+    assert "agentfn/firecrawl" in json.dumps(resources["AgentResearcherFunction"])
+    assert WEB.logical_id not in resources  # Firecrawl converts; nothing to ship
+    for name, resource in resources.items():
+        if name.endswith("Function") and name != "AgentResearcherFunction":
+            assert "agentfn/firecrawl" not in json.dumps(resource), name

@@ -1,9 +1,11 @@
 """`web_scrape(url, format)`: a page fetched through the same SSRF guard, redirect and
 credential rules as HTTP tools, as clean Markdown (markdownify, scripts and styles left out),
-its HTML, or its links; at most 200,000 characters."""
+its HTML, or its links; at most 200,000 characters. With `web.scrape.firecrawl` set, Firecrawl
+fetches and converts the page instead (runtime.tools.web.firecrawl)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urldefrag, urljoin
 
@@ -82,7 +84,30 @@ def links_of(html: str, base: str) -> list[dict[str, str]]:
     return found
 
 
-def web_scrape_tool(settings: WebScrapeSettings) -> FunctionTool:
+def _capped(final: str, kind: str, content: str) -> dict[str, Any]:
+    cut = len(content) > MAX_CHARS
+    return {"url": final, "format": kind, "content": content[:MAX_CHARS], "truncated": cut,
+            "total_chars": len(content)}  # fmt: skip
+
+
+async def _through_firecrawl(
+    url: str, kind: str, settings: WebScrapeSettings, secrets: Callable[[str], str]
+) -> dict[str, Any]:
+    from runtime.tools.ssrf import Allowlist, precheck
+    from runtime.tools.web.firecrawl import firecrawl_scrape
+
+    assert settings.firecrawl is not None
+    precheck(url, Allowlist(settings.allow_private))
+    key = secrets(settings.firecrawl.api_key)
+    final, found = await firecrawl_scrape(url, kind, settings.firecrawl, key, settings.timeout)
+    if kind == "links":
+        return {"url": final, "links": [{"url": link, "text": ""} for link in found]}
+    return _capped(final, kind, found)
+
+
+def web_scrape_tool(
+    settings: WebScrapeSettings, secrets: Callable[[str], str] = str
+) -> FunctionTool:
     async def scrape(arguments: dict[str, Any], ctx: ToolContext) -> Any:
         url = arguments.get("url")
         kind = arguments.get("format", "markdown")
@@ -90,6 +115,8 @@ def web_scrape_tool(settings: WebScrapeSettings) -> FunctionTool:
             raise ToolError("url must be an http(s) URL")
         if kind not in FORMATS:
             raise ToolError(f"format is one of {', '.join(FORMATS)}")
+        if settings.firecrawl is not None:
+            return await _through_firecrawl(url, kind, settings, secrets)
         final, content_type, body = await fetch(url, settings)
         is_html = "html" in content_type.lower() or body.lstrip()[:15].lower().startswith(
             ("<!doctype", "<html")
@@ -97,9 +124,7 @@ def web_scrape_tool(settings: WebScrapeSettings) -> FunctionTool:
         if kind == "links":
             return {"url": final, "links": links_of(body, final) if is_html else []}
         content = as_markdown(body) if kind == "markdown" and is_html else body
-        cut = len(content) > MAX_CHARS
-        return {"url": final, "format": kind, "content": content[:MAX_CHARS], "truncated": cut,
-                "total_chars": len(content)}  # fmt: skip
+        return _capped(final, kind, content)
 
     return FunctionTool(
         name="web_scrape",

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from runtime.spec.web import WebScrapeSettings, WebSearchSettings
+from runtime.spec.web import FirecrawlSettings, WebScrapeSettings, WebSearchSettings
 from runtime.tools.base import ToolContext, ToolError
 from runtime.tools.web.scrape import MAX_CHARS, web_scrape_tool
 from runtime.tools.web.search import web_search_tool
@@ -125,3 +125,45 @@ def test_redirects_caps_and_the_ssrf_guard(site: str) -> None:
     for bad in ("file:///etc/passwd", "ftp://example.org/x"):
         with pytest.raises(ToolError):
             _call(_scrape(), url=bad)
+
+
+def _firecrawl(site: str, key: str = KEY) -> Any:
+    settings = WebScrapeSettings(
+        firecrawl=FirecrawlSettings(api_key="${secret:fc}", base_url=f"{site}/firecrawl/v2/scrape")
+    )
+    return web_scrape_tool(settings, lambda text: text.replace("${secret:fc}", key))
+
+
+def test_firecrawl_scrapes_in_its_documented_format(site: str) -> None:
+    SEEN.clear()
+    page = _call(_firecrawl(site), url="https://blog.example.org/post")
+    assert page["content"] == "# Rendered\n\nText Firecrawl made from https://blog.example.org/post"
+    assert page["url"] == "https://blog.example.org/post#final" and not page["truncated"]
+    sent = SEEN[-1]
+    assert sent["headers"]["authorization"] == f"Bearer {KEY}"
+    assert sent["body"] == {
+        "url": "https://blog.example.org/post", "formats": ["markdown"],
+        "onlyMainContent": True, "timeout": 20_000,
+    }  # fmt: skip
+    links = _call(_firecrawl(site), url="https://blog.example.org/post", format="links")
+    assert links["links"] == [
+        {"url": "https://a.example/one", "text": ""},
+        {"url": "https://b.example/", "text": ""},
+    ]
+    html = _call(_firecrawl(site), url="https://blog.example.org/post", format="html")
+    assert html["content"].startswith("<html>") and SEEN[-1]["body"]["onlyMainContent"] is False
+
+
+def test_firecrawl_errors_are_named_and_private_targets_never_sent(site: str) -> None:
+    SEEN.clear()
+    for target in ("http://169.254.169.254/latest/meta-data/", "file:///etc/passwd"):
+        with pytest.raises(ToolError, match="refused"):
+            _call(_firecrawl(site), url=target)
+    assert SEEN == []  # refused before Firecrawl was asked
+    with pytest.raises(ToolError, match="HTTP 402") as spent:
+        _call(_firecrawl(site), url="https://credits.example/")
+    assert "Insufficient credits" in str(spent.value) and KEY not in str(spent.value)
+    with pytest.raises(ToolError, match="answered HTTP 404"):
+        _call(_firecrawl(site), url="https://missing.example/")
+    with pytest.raises(ToolError, match="HTTP 401"):
+        _call(_firecrawl(site, key="not-the-key"), url="https://blog.example.org/")

@@ -52,6 +52,24 @@ def _brave(query: dict[str, list[str]]) -> dict[str, Any]:
     return {"type": "search", "query": {"original": query["q"][0]}, "web": {"results": results}}
 
 
+def _firecrawl(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """Firecrawl's v2 `/scrape` answer: `{success, data: {<format>, metadata}}`; a page the
+    target refuses still succeeds with the target's status in the metadata."""
+    url = body["url"]
+    if "credits" in url:
+        return 402, {"success": False, "error": f"Insufficient credits; key {KEY} is out"}
+    status = 404 if "missing" in url else 200
+    meta = {"title": "Fixture", "sourceURL": url, "url": url + "#final", "statusCode": status}
+    data: dict[str, Any] = {"metadata": meta}
+    for kind in body["formats"]:
+        data[kind] = {
+            "markdown": "# Rendered\n\nText Firecrawl made from " + url,
+            "html": "<html><body><h1>Rendered</h1></body></html>",
+            "links": ["https://a.example/one", "mailto:x@example.org", "https://b.example/"],
+        }[kind]
+    return 200, {"success": True, "data": data}
+
+
 class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -89,6 +107,12 @@ class _Handler(BaseHTTPRequestHandler):
         elif path == "/brave/search":
             ok = headers.get("x-subscription-token") == KEY
             self._json(_brave(query) if ok else {"error": "unauthorized"}, 200 if ok else 401)
+        elif path == "/firecrawl/v2/scrape":
+            if headers.get("authorization") != f"Bearer {KEY}":
+                self._json({"success": False, "error": "Unauthorized: Invalid token"}, 401)
+            else:
+                status, answer = _firecrawl(body)
+                self._json(answer, status)
         elif path.startswith("/pages/"):
             page = PAGES / path.removeprefix("/pages/")
             self._send(200, page.read_bytes(), "text/html; charset=utf-8")
