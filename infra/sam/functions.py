@@ -35,8 +35,7 @@ def agent_function(spec: AgentfnSpec, agent: str) -> dict[str, Any]:
         concurrency = spec.defaults.lambda_.reserved_concurrency
     if concurrency is not None:
         props["ReservedConcurrentExecutions"] = concurrency
-    if sandbox.agent_grant(spec, agent):
-        props["Environment"]["Variables"]["AGENTFN_SANDBOX_FUNCTION"] = sub(sandbox.SANDBOX_NAME)
+    props["Environment"]["Variables"].update(sandbox.agent_environment(spec, agent))
     statements = [
         *grants.agent_data_statements(spec, agent),
         *iam.agent_statements(spec, agent),

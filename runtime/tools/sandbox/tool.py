@@ -1,6 +1,9 @@
 """`code_execute(language, code, timeout?)`: Python or JavaScript in the sandbox — locally a
 walled-off child process (runtime.tools.sandbox.runner), deployed the stack's sandbox
-function (no IAM permissions, no network), invoked by the agent's function."""
+function (no IAM permissions, no network), invoked by the agent's function, or Amazon
+Bedrock AgentCore Code Interpreter (`backend: agentcore`; runtime.tools.sandbox.agentcore).
+Which one is the deployment's choice, read from the function's environment: the embedded
+AWS of `agentfn run`/`dev` emulates neither, so locally the runner always answers."""
 
 from __future__ import annotations
 
@@ -14,11 +17,33 @@ from runtime.spec.sandbox import CodeExecuteSettings
 from runtime.tools.base import FunctionTool, ToolContext, ToolError
 
 SANDBOX_FUNCTION_ENV = "AGENTFN_SANDBOX_FUNCTION"
+CODE_INTERPRETER_ENV = "AGENTFN_CODE_INTERPRETER"
+
+
+def _agentcore_client(settings: CodeExecuteSettings) -> Any:
+    import boto3
+    from botocore.config import Config
+
+    # AgentCore takes no per-call time limit: the read timeout is the code's
+    return boto3.client(
+        "bedrock-agentcore",
+        config=Config(read_timeout=settings.timeout + 15, retries={"mode": "standard"}),
+    )
 
 
 def code_execute_tool(
-    settings: CodeExecuteSettings, lambda_client: Callable[[], Any]
+    settings: CodeExecuteSettings,
+    lambda_client: Callable[[], Any],
+    agentcore_client: Callable[[], Any] | None = None,
 ) -> FunctionTool:
+    clients: dict[str, Any] = {}
+
+    def agentcore() -> Any:
+        if "agentcore" not in clients:
+            make = agentcore_client or (lambda: _agentcore_client(settings))
+            clients["agentcore"] = make()
+        return clients["agentcore"]
+
     async def execute(arguments: dict[str, Any], ctx: ToolContext) -> Any:
         from runtime.tools.sandbox.runner import run_code
 
@@ -36,6 +61,13 @@ def code_execute_tool(
             "timeout": min(float(timeout), settings.timeout),
             "memory_mb": settings.memory_mb,
         }
+        interpreter = os.environ.get(CODE_INTERPRETER_ENV)
+        if interpreter:
+            from runtime.tools.sandbox.agentcore import run_on_agentcore
+
+            return await asyncio.to_thread(
+                run_on_agentcore, agentcore(), interpreter, language, code, request["timeout"]
+            )
         function = os.environ.get(SANDBOX_FUNCTION_ENV)
         if function:
             return await asyncio.to_thread(_invoke, lambda_client(), function, request)
