@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 from runtime.errors import ModelError
@@ -13,7 +14,9 @@ from runtime.models.base import (
     assemble_response,
     images_of,
 )
-from runtime.models.http import HttpModel, post_json
+from runtime.models.failures import classify_http
+from runtime.models.http import HttpModel, post_json, post_stream
+from runtime.models.streaming import CallBuffer, SseEvent, TextSink, event_json
 from runtime.spec.models import AnthropicModel
 
 API_VERSION = "2023-06-01"
@@ -113,15 +116,70 @@ class AnthropicMessagesModel(HttpModel[AnthropicModel]):
     async def request(self, request: ModelRequest) -> ModelResponse:
         key = self._api_key() or ""
         base = str(self._config.base_url or "https://api.anthropic.com").rstrip("/")
-        answer = await post_json(
-            self._client,
-            "anthropic",
-            f"{base}/v1/messages",
-            headers={"x-api-key": key, "anthropic-version": API_VERSION},
-            body=self._body(request),
-            timeout=self._config.timeout,
-            secret=key,
+        where: dict[str, Any] = {
+            "headers": {"x-api-key": key, "anthropic-version": API_VERSION},
+            "body": self._body(request),
+            "timeout": self._config.timeout,
+            "secret": key,
+        }
+        url = f"{base}/v1/messages"
+        if request.on_text is None or not self._config.stream:
+            return self._parse(await post_json(self._client, "anthropic", url, **where))
+        where["body"]["stream"] = True
+        return await self._read_stream(
+            post_stream(self._client, "anthropic", url, **where), request.on_text
         )
+
+    async def _read_stream(
+        self, events: AsyncIterator[SseEvent | dict[str, Any]], sink: TextSink
+    ) -> ModelResponse:
+        """Messages API events: `message_start` (input usage), per content block a
+        `content_block_start` (a tool_use block names its id and tool), `content_block_delta`s
+        (`text_delta`, or the input's JSON in `input_json_delta` pieces) and a stop;
+        `message_delta` (stop reason, output usage so far); `error` (e.g. overloaded)."""
+        texts: list[str] = []
+        calls = CallBuffer()
+        stop_reason, input_tokens, output_tokens = "", 0, 0
+        async for item in events:
+            if isinstance(item, dict):  # the server did not stream
+                whole = self._parse(item)
+                if whole.text:
+                    sink(whole.text)
+                return whole
+            data = event_json(item, "anthropic")
+            kind = data.get("type") or item.event
+            if kind == "message_start":
+                usage = (data.get("message") or {}).get("usage") or {}
+                input_tokens = usage.get("input_tokens") or 0
+                output_tokens = usage.get("output_tokens") or 0
+            elif kind == "content_block_start":
+                block = data.get("content_block") or {}
+                if block.get("type") == "tool_use":
+                    calls.start(data.get("index", 0), block.get("id", ""), block.get("name", ""))
+                elif block.get("type") == "text" and block.get("text"):
+                    texts.append(block["text"])
+                    sink(block["text"])
+            elif kind == "content_block_delta":
+                delta = data.get("delta") or {}
+                if delta.get("type") == "text_delta" and delta.get("text"):
+                    texts.append(delta["text"])
+                    sink(delta["text"])
+                elif delta.get("type") == "input_json_delta":
+                    calls.extend(data.get("index", 0), delta.get("partial_json") or "")
+            elif kind == "message_delta":
+                stop_reason = (data.get("delta") or {}).get("stop_reason") or stop_reason
+                output_tokens = (data.get("usage") or {}).get("output_tokens") or output_tokens
+            elif kind == "error":
+                error = data.get("error") or {}
+                message = f"{error.get('type', 'error')}: {error.get('message', '')}"
+                status = 529 if error.get("type") == "overloaded_error" else 500
+                raise classify_http("anthropic", status, message, {}, data)
+        stop = _STOP.get(stop_reason, "end_turn")
+        return assemble_response(
+            texts, calls.finished(), stop, input_tokens, output_tokens, self.model_id
+        )
+
+    def _parse(self, answer: dict[str, Any]) -> ModelResponse:
         content = answer.get("content")
         if not isinstance(content, list):
             raise ModelError("anthropic answered without a content list", provider="anthropic")

@@ -48,6 +48,9 @@ class ModelRequest:
     #: The engine's estimate of the prompt's tokens (runtime.engine.context); the scripted
     #: provider reports it as its input usage, like a real provider counting the prompt.
     estimated_tokens: int = 0
+    #: Set: stream the answer (when the model's `stream` setting allows), handing each text
+    #: delta to it as it arrives (runtime.models.streaming). None: one call, one answer.
+    on_text: Callable[[str], None] | None = None
 
 
 @dataclass

@@ -29,6 +29,7 @@ from runtime.models.failures import (
     says_tools_unsupported,
     tools_error,
 )
+from runtime.models.streaming import TextSink
 from runtime.spec.models import BedrockModel
 
 #: Error codes worth retrying; everything else (ValidationException, AccessDeniedException,
@@ -182,31 +183,53 @@ class BedrockConverseModel:
         from botocore.exceptions import ConnectionError as BotoConnectionError
 
         client = self._bedrock()
+        sink = request.on_text if self._config.stream else None
         try:
-            answer = await asyncio.to_thread(client.converse, **self._params(request))
-        except ClientError as exc:
-            error = exc.response.get("Error", {})
-            code = error.get("Code", "Unknown")
-            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-            message = str(error.get("Message", ""))
-            text = f"bedrock {code}: {message}"
-            reason = exhausted_quota(status, None, message)
-            if code == "ThrottlingException" and "per day" in message.lower():
-                # "Too many tokens per day, please wait before trying again." (a new
-                # account's daily quota; e.g. minorun365/agent-book#29): hours, not seconds
-                reason = "daily quota"
-            if reason:
-                raise quota_error("bedrock", status, reason, text) from exc
-            if code == "ValidationException" and says_context_overflow(status, message):
-                raise context_error("bedrock", status, text) from exc
-            if code == "ValidationException" and says_tools_unsupported(message):
-                raise tools_error("bedrock", status, text) from exc
-            if code in TRANSIENT_CODES:
-                raise TransientModelError(text, status=status, provider="bedrock") from exc
-            raise ModelError(text, status=status, provider="bedrock") from exc
+            if sink is None:
+                answer = await asyncio.to_thread(client.converse, **self._params(request))
+            else:  # the stream is read where it blocks: in the worker thread
+                answer = await asyncio.to_thread(self._converse_stream, request, sink)
+        except ClientError as exc:  # an EventStreamError (an error midway) is one too
+            raise _mapped(exc) from exc
         except (BotoConnectionError, HTTPClientError) as exc:  # endpoint unreachable, read timeout
             raise TransientModelError(f"bedrock request failed: {exc}", provider="bedrock") from exc
         return self._parse(answer)
+
+    def _converse_stream(self, request: ModelRequest, sink: TextSink) -> dict[str, Any]:
+        """ConverseStream's events gathered into the answer `converse` gives: per content
+        block a start (a toolUse names its id and tool), deltas (text, or the input's JSON in
+        pieces) and a stop; `messageStop` (stop reason); `metadata` (usage)."""
+        answer = self._bedrock().converse_stream(**self._params(request))
+        blocks: dict[int, dict[str, Any]] = {}
+        inputs: dict[int, str] = {}
+        result: dict[str, Any] = {}
+        for event in answer["stream"]:
+            if "contentBlockStart" in event:
+                start = event["contentBlockStart"]
+                use = (start.get("start") or {}).get("toolUse")
+                if use:
+                    index = start.get("contentBlockIndex", 0)
+                    named = {"toolUseId": use.get("toolUseId", ""), "name": use.get("name", "")}
+                    blocks[index] = {"toolUse": named}
+            elif "contentBlockDelta" in event:
+                piece = event["contentBlockDelta"]
+                index, delta = piece.get("contentBlockIndex", 0), piece.get("delta") or {}
+                if "text" in delta:
+                    block = blocks.setdefault(index, {"text": ""})
+                    block["text"] = block.get("text", "") + delta["text"]
+                    if delta["text"]:
+                        sink(delta["text"])
+                elif "toolUse" in delta:
+                    inputs[index] = inputs.get(index, "") + (delta["toolUse"].get("input") or "")
+            elif "messageStop" in event:
+                result["stopReason"] = event["messageStop"].get("stopReason")
+            elif "metadata" in event:
+                result["usage"] = event["metadata"].get("usage") or {}
+        for index, text in inputs.items():
+            use = blocks.setdefault(index, {"toolUse": {}})["toolUse"]
+            use["input"] = _json_input(text)
+        content = [blocks[i] for i in sorted(blocks)]
+        return {**result, "output": {"message": {"role": "assistant", "content": content}}}
 
     def _parse(self, answer: dict[str, Any]) -> ModelResponse:
         content = ((answer.get("output") or {}).get("message") or {}).get("content") or []
@@ -233,3 +256,41 @@ class BedrockConverseModel:
             usage.get("outputTokens") or 0,
             self.model_id,
         )
+
+
+def _json_input(text: str) -> Any:
+    """A streamed toolUse input: its JSON text parsed, or the text itself when it does not
+    parse (ToolCall.from_json then tells the model, as for a one-shot answer)."""
+    import json
+
+    if not text.strip():
+        return {}
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _mapped(exc: Any) -> ModelError:
+    """A botocore ClientError as agentfn's error: quota, context, tools, transient or not.
+    Stream errors name their code in camel case (`throttlingException`)."""
+    error = exc.response.get("Error", {})
+    code = str(error.get("Code", "Unknown"))
+    code = code[:1].upper() + code[1:]
+    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    message = str(error.get("Message", ""))
+    text = f"bedrock {code}: {message}"
+    reason = exhausted_quota(status, None, message)
+    if code == "ThrottlingException" and "per day" in message.lower():
+        # "Too many tokens per day, please wait before trying again." (a new account's
+        # daily quota; e.g. minorun365/agent-book#29): hours, not seconds
+        reason = "daily quota"
+    if reason:
+        return quota_error("bedrock", status, reason, text)
+    if code == "ValidationException" and says_context_overflow(status, message):
+        return context_error("bedrock", status, text)
+    if code == "ValidationException" and says_tools_unsupported(message):
+        return tools_error("bedrock", status, text)
+    if code in TRANSIENT_CODES or code == "ModelStreamErrorException":
+        return TransientModelError(text, status=status, provider="bedrock")
+    return ModelError(text, status=status, provider="bedrock")

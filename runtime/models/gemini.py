@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncIterator
 from typing import Any
 
 from runtime.errors import ModelError
 from runtime.messages import AssistantMessage, Message, ToolCall, ToolResultMessage, Usage
 from runtime.models.anthropic import merge_turns
 from runtime.models.base import ModelRequest, ModelResponse, StopReason, images_of
+from runtime.models.failures import classify_http
 from runtime.models.gemini_schema import gemini_parameters
-from runtime.models.http import HttpModel, post_json
+from runtime.models.http import HttpModel, post_json, post_stream
+from runtime.models.streaming import SseEvent, TextSink, event_json
 from runtime.spec.models import GeminiModel as GeminiConfig
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
@@ -122,16 +125,57 @@ class GeminiModel(HttpModel[GeminiConfig]):
         key = self._api_key() or ""
         base = str(self._config.base_url or DEFAULT_BASE_URL).rstrip("/")
         model = self._config.model_id.removeprefix("models/")
-        answer = await post_json(
-            self._client,
-            "gemini",
-            f"{base}/v1beta/models/{model}:generateContent",
-            headers={"x-goog-api-key": key},
-            body=self._body(request),
-            timeout=self._config.timeout,
-            secret=key,
+        where: dict[str, Any] = {
+            "headers": {"x-goog-api-key": key},
+            "body": self._body(request),
+            "timeout": self._config.timeout,
+            "secret": key,
+        }
+        if request.on_text is None or not self._config.stream:
+            url = f"{base}/v1beta/models/{model}:generateContent"
+            return self._parse(await post_json(self._client, "gemini", url, **where))
+        url = f"{base}/v1beta/models/{model}:streamGenerateContent?alt=sse"
+        return await self._read_stream(
+            post_stream(self._client, "gemini", url, **where), request.on_text
         )
-        return self._parse(answer)
+
+    async def _read_stream(
+        self, events: AsyncIterator[SseEvent | dict[str, Any]], sink: TextSink
+    ) -> ModelResponse:
+        """`streamGenerateContent?alt=sse`: each event is a GenerateContentResponse holding
+        the next parts (text pieces; a function call whole, with its signature), the last one
+        the finish reason and the usage. The parts, in order, are the one-shot answer's."""
+        parts: list[dict[str, Any]] = []
+        last: dict[str, Any] = {}
+        candidate: dict[str, Any] = {}
+        async for item in events:
+            if isinstance(item, dict):  # the server did not stream
+                whole = self._parse(item)
+                if whole.text:
+                    sink(whole.text)
+                return whole
+            chunk = event_json(item, "gemini")
+            if isinstance(chunk.get("error"), dict):
+                error = chunk["error"]
+                status = int(error.get("code") or 500)
+                message = f"{error.get('status', '')}: {error.get('message', '')}"
+                raise classify_http("gemini", status, message, {}, chunk)
+            last = chunk
+            for found in chunk.get("candidates") or []:
+                if found.get("index", 0) != 0:
+                    continue
+                candidate = {**candidate, **{k: v for k, v in found.items() if k != "content"}}
+                for part in (found.get("content") or {}).get("parts") or []:
+                    parts.append(part)
+                    if part.get("text") and not part.get("thought"):
+                        sink(part["text"])
+        merged = {
+            **last,
+            "candidates": [{**candidate, "content": {"role": "model", "parts": parts}}],
+        }
+        if not parts and not candidate:
+            merged["candidates"] = []
+        return self._parse(merged)
 
     def _parse(self, answer: dict[str, Any]) -> ModelResponse:
         candidates = answer.get("candidates") or []

@@ -8,6 +8,7 @@ so is any other secret the process has resolved.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any, Generic, TypeVar
 
 import httpx
@@ -16,6 +17,7 @@ from runtime import secrets as resolved_secrets
 from runtime.errors import ModelError, TransientModelError
 from runtime.models.base import SecretResolver
 from runtime.models.failures import classify_http
+from runtime.models.streaming import SseEvent, sse_events, stream_failure
 
 Config = TypeVar("Config")
 
@@ -121,3 +123,58 @@ async def post_json(
             provider=provider,
         )
     return answer
+
+
+async def post_stream(
+    client: httpx.AsyncClient | None,
+    provider: str,
+    url: str,
+    *,
+    headers: dict[str, str],
+    body: dict[str, Any],
+    timeout: float,
+    secret: str | None = None,
+) -> AsyncIterator[SseEvent | dict[str, Any]]:
+    """POST `body` and yield its server-sent events as they arrive — or, from a server that
+    answered one JSON document instead, that document (once). Failures map as post_json's;
+    a stream cut off midway is transient."""
+    own = client is None
+    http = client or httpx.AsyncClient(timeout=timeout)
+    headers = {**headers, "Accept": "text/event-stream"}
+    try:
+        try:
+            request = http.build_request("POST", url, json=body, headers=headers, timeout=timeout)
+            response = await http.send(request, stream=True)
+        except httpx.TransportError as exc:
+            text = scrub(f"{provider} request failed: {type(exc).__name__}: {exc}", secret)
+            raise TransientModelError(text, provider=provider) from exc
+        try:
+            if not response.is_success:
+                await response.aread()
+                message = error_message(response, secret)
+                raise classify_http(
+                    provider, response.status_code, message, response.headers, _json_body(response)
+                )
+            if "text/event-stream" not in response.headers.get("content-type", ""):
+                await response.aread()
+                try:
+                    answer = response.json()
+                except ValueError:
+                    snippet = scrub(response.text, secret)[:200]
+                    raise ModelError(
+                        f"{provider} answered a stream request with {snippet!r}", provider=provider
+                    ) from None
+                if not isinstance(answer, dict):
+                    raise ModelError(f"{provider} answered with a JSON {type(answer).__name__}")
+                yield answer
+                return
+            try:
+                async for event in sse_events(response.aiter_lines()):
+                    yield event
+            except (httpx.TransportError, httpx.StreamError) as exc:
+                raise stream_failure(provider, exc) from exc
+        finally:
+            await response.aclose()
+    finally:
+        if own:
+            await http.aclose()

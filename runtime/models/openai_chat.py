@@ -18,12 +18,15 @@ only work with the max_completion_tokens parameter", and need API version
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncIterator
 from typing import Any
 
 from runtime.errors import ModelError
 from runtime.messages import AssistantMessage, Message, ToolCall, ToolResultMessage, Usage
 from runtime.models.base import ModelRequest, ModelResponse, StopReason, result_text
-from runtime.models.http import HttpModel, post_json
+from runtime.models.failures import classify_http
+from runtime.models.http import HttpModel, post_json, post_stream
+from runtime.models.streaming import CallBuffer, SseEvent, TextSink, event_json
 from runtime.spec.models import (
     AzureOpenAIModel,
     OllamaModel,
@@ -149,25 +152,64 @@ class OpenAIChatModel(HttpModel[OpenAIConfig]):
             body[limit] = config.max_tokens
         return body
 
-    async def _post(self, request: ModelRequest, limit: str) -> dict[str, Any]:
+    async def _ask(self, request: ModelRequest, limit: str) -> ModelResponse:
         key = self._api_key()
         url, headers = self._endpoint(key)
-        return await post_json(
-            self._client,
-            self._config.provider,
-            url,
-            headers=headers,
-            body=self._body(request, limit),
-            timeout=self._config.timeout,
-            secret=key,
+        body = self._body(request, limit)
+        where: dict[str, Any] = {"headers": headers, "timeout": self._config.timeout, "secret": key}
+        if request.on_text is None or not self._config.stream:
+            answer = await post_json(self._client, self._config.provider, url, body=body, **where)
+            return self._parse(answer)
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}  # usage comes in a last chunk
+        return await self._read_stream(
+            post_stream(self._client, self._config.provider, url, body=body, **where),
+            request.on_text,
         )
+
+    async def _read_stream(
+        self, events: AsyncIterator[SseEvent | dict[str, Any]], sink: TextSink
+    ) -> ModelResponse:
+        """Chat Completions chunks: `choices[0].delta` holds text and tool call fragments
+        (by `index`: id and name first, then the arguments' text), `finish_reason` comes on
+        the last, usage in a chunk of its own with no choices; `[DONE]` ends it."""
+        provider = self._config.provider
+        texts: list[str] = []
+        calls = CallBuffer()
+        finish, usage = None, None
+        async for item in events:
+            if isinstance(item, dict):  # the server did not stream
+                whole = self._parse(item)
+                if whole.text:
+                    sink(whole.text)
+                return whole
+            if item.data.strip() == "[DONE]":
+                break
+            chunk = event_json(item, provider)
+            if isinstance(chunk.get("error"), dict):  # an error after the stream began
+                error = chunk["error"]
+                raise classify_http(provider, 500, str(error.get("message") or error), {}, chunk)
+            usage = chunk.get("usage") or usage
+            for choice in chunk.get("choices") or []:
+                if choice.get("index", 0) != 0:
+                    continue
+                delta = choice.get("delta") or {}
+                if delta.get("content"):
+                    texts.append(delta["content"])
+                    sink(delta["content"])
+                for call in delta.get("tool_calls") or []:
+                    key, function = call.get("index", 0), call.get("function") or {}
+                    calls.start(key, call.get("id") or "", function.get("name") or "")
+                    if function.get("arguments"):
+                        calls.extend(key, function["arguments"])
+                finish = choice.get("finish_reason") or finish
+        return self._response("".join(texts) or None, calls.finished(), finish, usage or {})
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         config = self._config
-        provider = config.provider
         limit = self._limit or limit_field(config)
         try:
-            answer = await self._post(request, limit)
+            return await self._ask(request, limit)
         except ModelError as exc:
             if (
                 config.max_tokens is None
@@ -178,7 +220,10 @@ class OpenAIChatModel(HttpModel[OpenAIConfig]):
             ):
                 raise
             self._limit = next(f for f in _LIMIT_FIELDS if f != limit)
-            answer = await self._post(request, self._limit)
+            return await self._ask(request, self._limit)
+
+    def _parse(self, answer: dict[str, Any]) -> ModelResponse:
+        provider = self._config.provider
         try:
             choice = answer["choices"][0]
             message = choice["message"]
@@ -193,15 +238,21 @@ class OpenAIChatModel(HttpModel[OpenAIConfig]):
             calls.append(
                 ToolCall.from_json(call_id, function.get("name", ""), function.get("arguments"))
             )
-        stop = _FINISH.get(choice.get("finish_reason") or "", "end_turn")
-        if calls and stop == "end_turn":
-            stop = "tool_use"  # some compatible servers say "stop" even when calling tools
-        usage = answer.get("usage") or {}
         content = message.get("content")
         if isinstance(content, list):  # content parts, from some compatible servers
             content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        return self._response(
+            content or None, calls, choice.get("finish_reason"), answer.get("usage") or {}
+        )
+
+    def _response(
+        self, text: str | None, calls: list[ToolCall], finish: str | None, usage: dict[str, Any]
+    ) -> ModelResponse:
+        stop = _FINISH.get(finish or "", "end_turn")
+        if calls and stop == "end_turn":
+            stop = "tool_use"  # some compatible servers say "stop" even when calling tools
         return ModelResponse(
-            text=content or None,
+            text=text,
             tool_calls=calls,
             usage=Usage(
                 input_tokens=usage.get("prompt_tokens") or 0,

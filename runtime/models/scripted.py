@@ -13,6 +13,8 @@ scripts stay what the agent says and summaries are deterministic too.
 
 from __future__ import annotations
 
+import re
+
 from runtime.errors import ModelError, TransientModelError
 from runtime.messages import ToolCall, Usage
 from runtime.models.base import ModelRequest, ModelResponse
@@ -25,6 +27,7 @@ class ScriptedModelClient:
         self.name = name
         self.model_id = config.model_id
         self._script = config.script
+        self._stream = config.stream
         self.requests: list[ModelRequest] = []  # what the loop asked, for tests and benchmarks
         # Precomputed once: answer c is _answers[c], preceded by the errors in _errors[c].
         self._answers: list[ScriptEntry] = []
@@ -76,6 +79,9 @@ class ScriptedModelClient:
             ToolCall.from_json(call.id or "", call.name, call.arguments)
             for call in entry.tool_calls
         ]
+        if text and request.on_text is not None and self._stream:  # word by word, like a model
+            for piece in re.findall(r"\s*\S+|\s+$", text):
+                request.on_text(piece)
         usage = entry.usage or _estimate_usage(request, text)
         stop = entry.stop_reason or ("tool_use" if calls else "end_turn")
         return ModelResponse(

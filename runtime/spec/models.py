@@ -50,6 +50,11 @@ class _ModelBase(SpecModel):
     temperature: float | None = Field(None, ge=0, le=2)
     max_tokens: int | None = Field(None, ge=1, le=1_000_000)
     timeout: Duration = Field(60.0, description="Per-request timeout.")
+    stream: bool = Field(
+        True,
+        description="Stream the answer's text as it is written (live to the terminal, SSE "
+        "and WebSocket watchers); false: one call, one answer.",
+    )
     context_window: int | None = Field(
         None,
         ge=1024,
