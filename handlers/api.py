@@ -21,12 +21,12 @@ from typing import Any
 
 from handlers import observe
 from handlers.api_requests import (
-    _HEADERS,
     IDEMPOTENCY_HEADER,
     MAX_BODY_BYTES,
     caller_of,
     error_answer,
     json_body,
+    openapi_document,
     too_large,
     too_large_answer,
 )
@@ -196,7 +196,7 @@ def container() -> Handler:
 def _openapi_json() -> str:
     if "openapi" not in _built:
         _resolver()
-        _built["openapi"] = _document(_built["app"])
+        _built["openapi"] = openapi_document(_built["app"])
     return str(_built["openapi"])
 
 
@@ -300,8 +300,10 @@ def _build() -> dict[str, Any]:
         run_id: Name,
         after: Annotated[int, Query(ge=-1, le=10**12)] = -1,
         limit: Annotated[int, Query(ge=1, le=500)] = 100,
+        wait: Annotated[int, Query(ge=0, le=20)] = 0,  # long-poll: seconds to wait for one
     ) -> Response[Any]:
-        return ok(the_service().events_after(run_id, after=after, limit=limit))
+        wait_for = min(wait, max(0.0, (_time_left(app.lambda_context) or 30.0) - 4))
+        return ok(the_service().events_after(run_id, after=after, limit=limit, wait=wait_for))
 
     def caller() -> str:
         return caller_of(app.current_event.raw_event)
@@ -339,8 +341,9 @@ def _build() -> dict[str, Any]:
         run_id: Name,
         after: Annotated[int, Query(ge=-1, le=10**12)] = -1,
         limit: Annotated[int, Query(ge=1, le=500)] = 100,
+        wait: Annotated[int, Query(ge=0, le=20)] = 0,
     ) -> Response[Any]:
-        return get_run_events(owned(agent, run_id), after, limit)
+        return get_run_events(owned(agent, run_id), after, limit, wait)
 
     @route("ApproveAgentRun", {200: RunResult}, 400, 404, 409, 413)
     def approve_agent_run(
@@ -379,20 +382,6 @@ def _build() -> dict[str, Any]:
         return Response(status_code=status, content_type=JSON, body=body, headers=retry)
 
     return {"app": app, "resolve": logger.inject_lambda_context(clear_state=True)(app.resolve)}
-
-
-def _document(app: Any) -> str:
-    """The OpenAPI document, less Powertools' 422 validation answers (they are 400s here)."""
-    document = json.loads(app.get_openapi_json_schema(title="agentfn", version="1"))
-    for operations in document.get("paths", {}).values():
-        for operation in operations.values():
-            if operation.get("operationId") != "StartRun":
-                operation.get("responses", {}).pop("422", None)
-            for parameter in operation.get("parameters", []):
-                parameter["name"] = _HEADERS.get(parameter["name"], parameter["name"])
-    for unused in ("HTTPValidationError", "ValidationError"):  # only those 422s used them
-        document.get("components", {}).get("schemas", {}).pop(unused, None)
-    return json.dumps(document, separators=(",", ":"))
 
 
 if os.environ.get("AWS_LAMBDA_INITIALIZATION_TYPE") in PREWARMED:

@@ -153,3 +153,17 @@ def too_large_answer() -> dict[str, Any]:
         "body": json.dumps(body),
         "isBase64Encoded": False,
     }
+
+
+def openapi_document(app: Any) -> str:
+    """The OpenAPI document, less Powertools' 422 validation answers (they are 400s here)."""
+    document = json.loads(app.get_openapi_json_schema(title="agentfn", version="1"))
+    for operations in document.get("paths", {}).values():
+        for operation in operations.values():
+            if operation.get("operationId") != "StartRun":
+                operation.get("responses", {}).pop("422", None)
+            for parameter in operation.get("parameters", []):
+                parameter["name"] = _HEADERS.get(parameter["name"], parameter["name"])
+    for unused in ("HTTPValidationError", "ValidationError"):  # only those 422s used them
+        document.get("components", {}).get("schemas", {}).pop(unused, None)
+    return json.dumps(document, separators=(",", ":"))

@@ -16,18 +16,19 @@ _lock = threading.Lock()  # boto3's default session is not thread-safe: make one
 
 
 class LazyClient:
-    def __init__(self, service: str):
+    def __init__(self, service: str, **options: Any):
         self.service = service
+        self._options = options
         self._client: Any = None
 
-    def __getattr__(self, name: str) -> Any:  # anything but `service` and `_client`
+    def __getattr__(self, name: str) -> Any:  # anything but `service`, `_options`, `_client`
         client = self._client
         if client is None:
             with _lock:
                 if self._client is None:
                     import boto3
 
-                    self._client = boto3.client(self.service)
+                    self._client = boto3.client(self.service, **self._options)
                 client = self._client
         return getattr(client, name)
 

@@ -17,6 +17,7 @@ import os
 from typing import Any
 
 _service: Any = None
+_publisher: Any = None  # runtime.live_ws.WebSocketPublisher, when the stack has live runs
 
 
 def configure(service: Any) -> None:
@@ -53,8 +54,21 @@ def build_service_from_environment() -> Any:
         event_bus=os.environ.get("AGENTFN_EVENT_BUS", "default"),
     )
     agent = os.environ.get("AGENTFN_AGENT") or None
+    watch: dict[str, Any] = {"listener": observe.listener(store)}  # metrics
+    endpoint = os.environ.get("AGENTFN_LIVE_ENDPOINT")
+    if endpoint:  # watchers on the WebSocket API get every event and the streamed text
+        global _publisher
+        from runtime.live_ws import WebSocketPublisher
+
+        management = LazyClient("apigatewaymanagementapi", endpoint_url=endpoint)
+        _publisher = WebSocketPublisher(
+            LazyClient("dynamodb"), os.environ["AGENTFN_TABLE"], management
+        )
+        metrics = watch["listener"]
+        watch = {"listener": lambda e: (metrics(e), _publisher.on_event(e)),
+                 "chunks": _publisher.on_chunk}  # fmt: skip
     return RunService(
-        Engine(spec, store, scope=agent, listener=observe.listener(store)),  # metrics
+        Engine(spec, store, scope=agent, **watch),
         stack,
         sfn=LazyClient("stepfunctions"),
         lambda_client=LazyClient("lambda"),
@@ -74,7 +88,11 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     with observe.invocation(context, str(event.get("run_id") or "")):  # logs keys, metrics
         if _service is None:
             _service = build_service_from_environment()
-        result = _handle(_service, event, context)
+        try:
+            result = _handle(_service, event, context)
+        finally:
+            if _publisher is not None:
+                _publisher.flush()  # a returned invocation is frozen: post before
         action = str(event.get("action", "advance"))[:40]
         logging.getLogger("agentfn.step").info("task %s: run %s", action, result.get("status"))
         return result

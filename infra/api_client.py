@@ -81,6 +81,9 @@ class Client:
         return self.request("POST", path, body)
 
 
+LONG_POLL_SECONDS = 20
+
+
 def _is_local(url: str) -> bool:
     return (urlsplit(url).hostname or "") in {"127.0.0.1", "localhost", "::1"}
 
@@ -208,9 +211,10 @@ def cmd_status(client: Client, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _drain(client: Client, args: argparse.Namespace, after: int) -> int:
+def _drain(client: Client, args: argparse.Namespace, after: int, wait: int | None = None) -> int:
     while True:
-        page = client.get(_run_path(args.run_id, "/events"), after=after)
+        page = client.get(_run_path(args.run_id, "/events"), after=after, wait=wait)
+        wait = None  # only the first read waits
         events = page.get("events") or []
         for event in events:
             print(json.dumps(event, ensure_ascii=False) if args.json else event_line(event))
@@ -222,16 +226,27 @@ def _drain(client: Client, args: argparse.Namespace, after: int) -> int:
 
 
 def cmd_events(client: Client, args: argparse.Namespace) -> int:
+    """The run's events; --follow: live until it ends — over the run's SSE stream where the
+    server has one (`agentfn dev`: the answer's text too, as it is written), else by long
+    polls (`?wait=20`, the deployed REST API)."""
     after = args.after
     if not args.follow:
         _drain(client, args, after)
         return EXIT_OK
+    from infra.api_stream import follow_stream
+
+    streamed = follow_stream(client, _run_path(args.run_id, "/stream"), after, args.json)
+    if streamed is not None:
+        return EXIT_OK
     while True:
         status = client.get(_run_path(args.run_id)).get("status")
-        after = _drain(client, args, after)  # read after the status: nothing is missed
+        asked = time.monotonic()
+        before = after
+        after = _drain(client, args, after, wait=LONG_POLL_SECONDS)  # read after the status
         if status in TERMINAL:
             return EXIT_OK
-        time.sleep(args.interval)
+        if after == before and time.monotonic() - asked < 1:  # a server that did not wait
+            time.sleep(args.interval)
 
 
 def cmd_approve(client: Client, args: argparse.Namespace) -> int:
@@ -305,8 +320,13 @@ def add_parsers(sub: Any) -> None:
     p = sub.add_parser("events", help="a run's events; --follow until it ends (HTTP API)")
     p.add_argument("run_id")
     p.add_argument("--after", type=int, default=-1, help="only events after number N")
-    p.add_argument("--follow", action="store_true", help="keep polling until the run ends")
-    p.add_argument("--interval", type=float, default=1.0, help="seconds between polls")
+    p.add_argument("--follow", action="store_true", help="live until the run ends")
+    p.add_argument(
+        "--interval",
+        type=float,
+        default=1.0,
+        help="seconds between polls of a server that cannot stream or long-poll",
+    )
     p.set_defaults(func=_entry(cmd_events))
     _common(p)
 

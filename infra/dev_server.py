@@ -14,32 +14,30 @@ from __future__ import annotations
 import argparse
 import base64
 import json
-import logging
-import os
 import re
 import signal
-import socket
 import sys
 import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from infra.dev_aws import HOST, LISTEN_BACKLOG, MotoServer, pointed_at
+from infra.dev_stream import serve as serve_stream
+from infra.dev_stream import wants_stream
+from infra.live_hub import LiveHub
 from runtime.routes import ROUTES, Route
 
-HOST = "127.0.0.1"
 DEFAULT_PORT = 8321
 DEFAULT_AWS_PORT = 5005
 STAGE = "dev"
 MAX_BODY_BYTES = 10 * 1024 * 1024  # API Gateway's payload limit
 SHUTDOWN_GRACE_SECONDS = 10.0
-LISTEN_BACKLOG = 1024  # connections waiting to be accepted, on either port
 
 Handler = Callable[[dict[str, Any], Any], Any]
 Answer = tuple[int, list[tuple[str, str]], bytes]
@@ -167,6 +165,7 @@ _HOP_BY_HOP = {"content-length", "transfer-encoding", "connection", "keep-alive"
 class _RequestHandler(BaseHTTPRequestHandler):
     server_version = "agentfn-dev"
     bridge: ApiBridge  # set on the subclass make_http_server builds
+    hub: LiveHub | None = None  # runs' live events (SSE), when the stack publishes them
 
     def _serve(self) -> None:
         started = time.monotonic()
@@ -178,6 +177,12 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self._send((413, [], b"request body over API Gateway's 10 MB"), started)
             return
         body = self.rfile.read(length) if length else b""
+        if self.hub is not None and wants_stream(
+            self.command, urlsplit(self.path).path, self.headers.get("Accept", "")
+        ):
+            status = serve_stream(self, self.bridge, self.hub, body)
+            self._log(status, started)
+            return
         host = self.headers.get("Host") or f"{HOST}:{getattr(self.server, 'server_port', '')}"
         headers = list(self.headers.items())
         event = proxy_event(
@@ -199,6 +204,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 self.wfile.write(raw)
         except (BrokenPipeError, ConnectionResetError):
             note = ", the caller had gone"
+        self._log(status, started, note)
+
+    def _log(self, status: int, started: float, note: str = "") -> None:
         took = (time.monotonic() - started) * 1000
         line = f"{time.strftime('%H:%M:%S')} {self.command} {self.path} → {status}"
         print(f"{line} ({took:.0f} ms{note})", file=sys.stderr, flush=True)
@@ -213,87 +221,22 @@ class _ApiServer(ThreadingHTTPServer):
     request_queue_size = LISTEN_BACKLOG  # socketserver's 5 reset a burst of connections
 
 
-def make_http_server(bridge: ApiBridge, port: int, host: str = HOST) -> ThreadingHTTPServer:
-    handler = type("ApiRequestHandler", (_RequestHandler,), {"bridge": bridge})
+def make_http_server(
+    bridge: ApiBridge, port: int, host: str = HOST, hub: LiveHub | None = None
+) -> ThreadingHTTPServer:
+    handler = type("ApiRequestHandler", (_RequestHandler,), {"bridge": bridge, "hub": hub})
     return _ApiServer((host, port), handler)
 
 
 # ---- the AWS side --------------------------------------------------------------------------
 
 
-class MotoServer:
-    """moto's server on loopback, in this process, in a thread: what ThreadedMotoServer
-    builds, but bound here first, so a port in use is an immediate OSError (werkzeug calls
-    sys.exit, in ThreadedMotoServer's thread, and its start() then waits forever)."""
+def _both(*listeners: Callable[[Any], None]) -> Callable[[Any], None]:
+    def each(event: Any) -> None:
+        for listener in listeners:
+            listener(event)
 
-    def __init__(self, port: int, host: str = HOST):
-        from moto.moto_server.werkzeug_app import DomainDispatcherApplication as Application
-        from moto.moto_server.werkzeug_app import MotoRequestHandler, create_backend_app
-        from werkzeug.serving import make_server
-
-        from infra.dev_concurrency import serialized
-        from infra.local_dynamodb import install
-
-        install()  # moto's DynamoDB without its table-wide copies (infra.local_dynamodb)
-        logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no access log per AWS call
-        app = serialized(Application(create_backend_app))
-        bound = socket.create_server((host, port), backlog=LISTEN_BACKLOG)
-        with bound:  # werkzeug would sys.exit on OSError
-            self.server = make_server(
-                host, port, app, True, request_handler=MotoRequestHandler, fd=bound.fileno()
-            )
-        self.port = self.server.socket.getsockname()[1]
-        self.url = f"http://{host}:{self.port}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def start(self) -> None:
-        import httpx
-
-        self.thread.start()
-        # Step Functions executions must really run; Lambda must not need Docker.
-        config = {"lambda": {"use_docker": False}, "stepfunctions": {"execute_state_machine": True}}
-        httpx.post(f"{self.url}/moto-api/config", json=config, timeout=10).raise_for_status()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=5)
-
-
-_AWS_ENV = {"AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE"}
-
-
-@contextmanager
-def pointed_at(url: str, port: int) -> Iterator[None]:
-    """boto3 in this process (and moto's own Step Functions clients, via MOTO_PORT) talk to
-    the local endpoint with dummy credentials that cannot reach a real account; the handlers
-    find the table and bucket names where the deployed functions do."""
-    from infra.local import LOCAL_BUCKET, LOCAL_REGION, LOCAL_TABLE
-
-    saved = dict(os.environ)
-    for key in list(os.environ):  # nothing may send these clients anywhere else
-        if key in _AWS_ENV or key.startswith(("AWS_ENDPOINT_URL", "AWS_IGNORE_CONFIGURED")):
-            del os.environ[key]
-    no_proxy = ",".join(filter(None, [os.environ.get("NO_PROXY"), "127.0.0.1,localhost"]))
-    os.environ.update(
-        {
-            "AWS_ENDPOINT_URL": url,
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_DEFAULT_REGION": LOCAL_REGION,
-            "AWS_REGION": LOCAL_REGION,
-            "MOTO_PORT": str(port),
-            "NO_PROXY": no_proxy,
-            "no_proxy": no_proxy,
-            "AGENTFN_TABLE": LOCAL_TABLE,
-            "AGENTFN_BUCKET": LOCAL_BUCKET,
-        }
-    )
-    try:
-        yield
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
+    return each
 
 
 def template_for(spec: Any, spec_path: Path) -> Path | None:
@@ -329,7 +272,7 @@ def dev_command(args: argparse.Namespace) -> int:
     try:
         aws = MotoServer(args.aws_port)
         where = f"{HOST}:{args.port} (--port)"
-        api = make_http_server(ApiBridge(handlers.api.container), args.port)
+        api = make_http_server(ApiBridge(handlers.api.container), args.port, hub=LiveHub())
     except OSError as exc:
         if aws is not None:
             aws.server.server_close()
@@ -360,6 +303,7 @@ def serve(
 
     api_thread = threading.Thread(target=api.serve_forever, daemon=True)
     bridge: ApiBridge = api.RequestHandlerClass.bridge  # type: ignore[attr-defined]
+    hub: LiveHub | None = getattr(api.RequestHandlerClass, "hub", None)
     with pointed_at(aws.url, aws.port), dispatching():
         aws.start()
         try:
@@ -372,9 +316,12 @@ def serve(
                 boto3.client("lambda", **client),
             )
             create_resources(clients)
-            progress = {"listener": Progress(sys.stderr, True, tag_runs=True)}  # as `agentfn run`
+            progress = Progress(sys.stderr, True, tag_runs=True)  # as `agentfn run`
+            watch: dict[str, Any] = {"listener": progress}
+            if hub is not None:  # SSE watchers: every event, and the answers as they stream
+                watch = {"listener": _both(progress, hub.on_event), "chunks": hub.on_chunk}
             template = template_for(spec, spec_path)
-            stack = EmbeddedStack(spec, clients, template_path=template, engine_options=progress)
+            stack = EmbeddedStack(spec, clients, template_path=template, engine_options=watch)
             stack.serve_api()
             api_thread.start()
             print(banner(spec, spec_path, api.server_port, aws.url), flush=True)
@@ -382,6 +329,8 @@ def serve(
                 pass
             print("shutting down…", file=sys.stderr, flush=True)
         finally:
+            if hub is not None:
+                hub.close()  # watchers' streams end, so their threads do
             if api_thread.is_alive():
                 api.shutdown()
             api.server_close()

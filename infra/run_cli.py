@@ -59,18 +59,53 @@ class Progress:
     as a tool) is indented under the run that asked it; handoffs and escalations say who
     has the conversation now."""
 
-    def __init__(self, stream: TextIO, enabled: bool, *, tag_runs: bool = False):
+    def __init__(
+        self,
+        stream: TextIO,
+        enabled: bool,
+        *,
+        tag_runs: bool = False,
+        live: TextIO | None = None,
+    ):
         self.stream = stream
         self.enabled = enabled
         self.tag_runs = tag_runs  # many runs at once (`agentfn dev`): start lines with the run
+        self.live = live  # where the caller's run's answer streams (a terminal), if anywhere
         self._depth: dict[str, int] = {}
         self.run_id: str | None = None  # the first run started (the caller's): --trace
+        self._writing: tuple[int, str, int] | None = None  # (turn, model, attempt) streaming
+        self._streamed: dict[int, str] = {}  # turn → its text as streamed
+        self._lock = threading.Lock()
+
+    def chunk(self, chunk: dict[str, Any]) -> None:
+        """A text delta of the caller's run (runtime.live), written where it streams; a new
+        attempt of the same turn (a retry, a fallback) starts the text over on a new line."""
+        if not self.enabled or self.live is None or chunk["run_id"] != self.run_id:
+            return
+        key = (chunk["turn"], chunk["model"], chunk["attempt"])
+        with self._lock:
+            if self._writing is not None and self._writing != key:
+                self.live.write(f"\n↻ {chunk['model']} again:\n")
+                self._streamed.pop(chunk["turn"], None)
+            self._writing = key
+            self._streamed[chunk["turn"]] = self._streamed.get(chunk["turn"], "") + chunk["text"]
+            self.live.write(chunk["text"])
+            self.live.flush()
+
+    def streamed(self, text: Any) -> bool:
+        """Whether `text` (the result) already reached the terminal as it streamed."""
+        return isinstance(text, str) and bool(text) and text in self._streamed.values()
 
     def __call__(self, event: Event) -> None:
         if self.run_id is None and event.type == "run_started":
             self.run_id = event.run_id
         if not self.enabled:
             return
+        with self._lock:
+            if self._writing is not None and self.live is not None:
+                self.live.write("\n")  # the streamed text ends; progress goes on below it
+                self.live.flush()
+                self._writing = None
         line = self._line(event)
         if line is not None:
             indent = "  " * self._depth.get(event.run_id, 0) * 2
@@ -91,6 +126,8 @@ class Progress:
             if d.get("stop_reason") == "max_tokens":
                 head += " · cut off at the token limit"
             text = (d.get("text") or "").strip()
+            if event.run_id == self.run_id and d["turn"] in self._streamed:
+                text = ""  # it was on the terminal as it streamed
             if text and d.get("tool_calls"):
                 head += "\n    " + text.replace("\n", "\n    ")
             return head
@@ -184,12 +221,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _print_result(result: dict[str, Any], as_json: bool) -> None:
+def _print_result(result: dict[str, Any], as_json: bool, progress: Progress | None = None) -> None:
     if as_json:
         print(json.dumps(result, indent=2, ensure_ascii=False, default=str))
         return
     if result["status"] == "succeeded":
         value = result.get("result")
+        if progress is not None and progress.streamed(value):
+            return  # the answer is on the terminal already, as it streamed
         print(value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False))
 
 
@@ -200,15 +239,18 @@ def run_command(args: argparse.Namespace, spec: AgentfnSpec) -> int:
     project = str(Path(args.file).resolve().parent)
     if project not in sys.path:
         sys.path.insert(0, project)  # the spec's own tools package
-    progress = Progress(sys.stderr, enabled=not args.json)
+    # The answer streams to a terminal; a pipe gets it whole at the end, as before.
+    live = sys.stdout if sys.stdout.isatty() else None
+    progress = Progress(sys.stderr, enabled=not args.json, live=live)
+    watch: dict[str, Any] = {"listener": progress, "chunks": progress.chunk}
     text = " ".join(args.input)
     try:
         with sigterm_as_interrupt():
             if args.aws:
-                engine = Engine(spec, real_aws().store(), listener=progress)
+                engine = Engine(spec, real_aws().store(), **watch)
                 return _traced(engine, args, text, progress)
             with embedded_aws() as clients:
-                engine = Engine(spec, clients.store(), listener=progress)
+                engine = Engine(spec, clients.store(), **watch)
                 return _traced(engine, args, text, progress)
     except Terminated:
         print("stopped by SIGTERM", file=sys.stderr)
@@ -217,7 +259,7 @@ def run_command(args: argparse.Namespace, spec: AgentfnSpec) -> int:
 
 def _traced(engine: Any, args: argparse.Namespace, text: str, progress: Progress) -> int:
     """The run, then with --trace its waterfall (infra.waterfall) on stderr."""
-    code = _drive(engine, args, text)
+    code = _drive(engine, args, text, progress)
     if args.trace and progress.run_id:
         from infra.waterfall import waterfall
 
@@ -225,7 +267,7 @@ def _traced(engine: Any, args: argparse.Namespace, text: str, progress: Progress
     return code
 
 
-def _drive(engine: Any, args: argparse.Namespace, text: str) -> int:
+def _drive(engine: Any, args: argparse.Namespace, text: str, progress: Progress) -> int:
     replies = list(args.reply)
     head = engine.start(args.agent, text, args.session)
     try:
@@ -263,7 +305,7 @@ def _drive(engine: Any, args: argparse.Namespace, text: str) -> int:
     except Exception as exc:  # a bug must still leave a failed run with its error contract
         head = engine.force_fail(head.run_id, "INTERNAL", f"{type(exc).__name__}: {exc}")
     result = engine.result(head.run_id)
-    _print_result(result, args.json)
+    _print_result(result, args.json, progress)
     if head.status == "succeeded":
         return EXIT_OK
     if not args.json:

@@ -40,6 +40,9 @@ DECISION_RETRIES = 5
 MAX_LOOPS = 80
 
 
+LONG_POLL_INTERVAL = 0.5  # seconds between reads of a long poll (GET …/events?wait=)
+
+
 class RunService(Executions, TeamOrchestration):
     def __init__(
         self,
@@ -108,9 +111,19 @@ class RunService(Executions, TeamOrchestration):
     def get(self, run_id: str) -> dict[str, Any]:
         return self.engine.result(run_id)
 
-    def events_after(self, run_id: str, after: int = -1, limit: int = 100) -> dict[str, Any]:
-        self.engine.store.load_head(run_id)  # 404 for an unknown run
-        events = self.engine.store.list_events(run_id, after=after, limit=limit)
+    def events_after(
+        self, run_id: str, after: int = -1, limit: int = 100, wait: float = 0.0
+    ) -> dict[str, Any]:
+        """Events after `after`; with `wait`, a long poll: up to that many seconds for the
+        next one, unless the run has ended (then nothing more will come)."""
+        store = self.engine.store
+        deadline = time.monotonic() + wait
+        while True:
+            head = store.load_head(run_id)  # 404 for an unknown run; read before the events,
+            events = store.list_events(run_id, after=after, limit=limit)  # which commit with it
+            if events or head.status in TERMINAL or time.monotonic() >= deadline:
+                break
+            time.sleep(min(LONG_POLL_INTERVAL, max(0.0, deadline - time.monotonic())))
         return {
             "run_id": run_id,
             "events": [e.model_dump(mode="json") for e in events],

@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from infra.naming import agent_function_id, agent_physical_name
-from infra.sam import asl, grants, iam, sandbox
+from infra.sam import asl, grants, iam, live, sandbox
 from infra.sam.intrinsics import get_arn, sub
+from runtime.naming import agent_tag
 from runtime.spec import AgentfnSpec
 
 SWEEPER = "SweeperFunction"
@@ -36,8 +37,11 @@ def agent_function(spec: AgentfnSpec, agent: str) -> dict[str, Any]:
     if concurrency is not None:
         props["ReservedConcurrentExecutions"] = concurrency
     props["Environment"]["Variables"].update(sandbox.agent_environment(spec, agent))
+    props["Environment"]["Variables"].update(live.agent_environment())
+    tags = [agent_tag(a) for a in grants.team_agents(spec, agent)]
     statements = [
         *grants.agent_data_statements(spec, agent),
+        *live.agent_statements(tags),
         *iam.agent_statements(spec, agent),
         *sandbox.agent_grant(spec, agent),
     ]

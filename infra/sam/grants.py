@@ -91,12 +91,18 @@ def asking_entries(spec: AgentfnSpec, agent: str) -> list[str]:
     ]
 
 
+def team_agents(spec: AgentfnSpec, agent: str) -> list[str]:
+    """The agents whose runs this agent's function advances: its own and those handed to
+    it (entries), and those it asks (child runs it starts)."""
+    entries = entry_agents(spec, agent)
+    return entries + [c for c in asked_agents(spec, agent) if c not in entries]
+
+
 def agent_data_statements(spec: AgentfnSpec, agent: str) -> list[dict[str, Any]]:
     """The runs, sessions and objects of its team's conversations (the runs it may advance:
     its own and those handed to it; the child runs it starts), its parents' heads, the state
     machines it may start (a run continuing anew, a child), the event bus."""
-    entries = entry_agents(spec, agent)
-    owned = entries + [c for c in asked_agents(spec, agent) if c not in entries]
+    owned = team_agents(spec, agent)
     tags = [agent_tag(a) for a in owned]
     listed = agent_storage_prefixes(spec, agent)
     statements = [

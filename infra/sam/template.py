@@ -34,7 +34,7 @@ from infra.naming import (
     workflow_function_id,
     workflow_state_machine_id,
 )
-from infra.sam import api, asl, data, functions, layers, monitoring, sandbox, workflows
+from infra.sam import api, asl, data, functions, layers, live, monitoring, sandbox, workflows
 from infra.sam.api import ACCESS_LOGS, API, API_FUNCTION
 from infra.sam.data import BUCKET, IDEMPOTENCY_TABLE, TABLE, table_resource
 from infra.sam.intrinsics import arn, ref, sub
@@ -84,6 +84,8 @@ def build_template(spec: AgentfnSpec, *, runtime: str | None = None) -> dict[str
     resources[functions.SWEEPER] = layers.built_by_makefile(functions.sweeper_function(spec), [])
     resources.update(monitoring.resources(spec))  # dashboard and alarms: not per agent
     resources.update(sandbox.resources(spec))  # code_execute's, when an agent uses it
+    resources.update(live.resources(spec))  # the WebSocket API of live runs
+    resources[live.LIVE_FUNCTION] = layers.built_by_makefile(resources[live.LIVE_FUNCTION], [])
     outputs: dict[str, Any] = {
         "ApiUrl": {
             "Description": "Base URL of the agentfn API",
@@ -103,6 +105,7 @@ def build_template(spec: AgentfnSpec, *, runtime: str | None = None) -> dict[str
         },
     }
     outputs.update(monitoring.outputs(spec))
+    outputs.update(live.outputs())
     files = definition_files(spec)
     for agent in spec.agents:
         function_id = agent_function_id(agent)

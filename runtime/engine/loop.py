@@ -28,12 +28,7 @@ from runtime.engine.cost import call_cost, charged, check_budget, next_call
 from runtime.engine.interventions import Interventions
 from runtime.engine.prompt import FINAL_TURN_NOTE, render_system_prompt, team_prompt
 from runtime.engine.result import build_result
-from runtime.engine.state import (
-    answer_text,
-    doom_loop,
-    own_call_ids,
-    pending_calls,
-)
+from runtime.engine.state import answer_text, doom_loop, own_call_ids, pending_calls
 from runtime.engine.team import MovedOn
 from runtime.errors import (
     MaxTurnsExceeded,
@@ -44,13 +39,7 @@ from runtime.errors import (
     StateConflict,
 )
 from runtime.events import EventListener, EventType, preview
-from runtime.messages import (
-    AssistantMessage,
-    Message,
-    SummaryMessage,
-    Usage,
-    UserMessage,
-)
+from runtime.messages import AssistantMessage, Message, SummaryMessage, Usage, UserMessage
 from runtime.models.base import Model, ModelRequest, ToolSpec
 from runtime.models.failures import ContextOverflow
 from runtime.naming import new_run_id
@@ -79,6 +68,7 @@ class Engine(Interventions):
         lambda_client: Any = None,  # () -> boto3 Lambda client, for Lambda tools
         scope: str | None = None,  # a deployed agent function: the agent it may run
         child_starter: Any = None,  # (child head) -> None: starts a child's execution
+        chunks: Any = None,  # runtime.live.ChunkListener: the answer's text as it streams
     ):
         self.spec = spec
         self.store = store
@@ -98,6 +88,7 @@ class Engine(Interventions):
         self._rules: dict[tuple[str, str], bool] = {}
         self.scope = scope
         self.child_starter = child_starter
+        self.chunks = chunks
 
     # ---- public operations -------------------------------------------------------------
 
@@ -272,6 +263,7 @@ class Engine(Interventions):
             call_number=earlier + run.answers_by(agent),
             allow_tools=not final_turn,
             estimated_tokens=estimated,
+            turn=turn,
         )
         started = self.clock.monotonic()
         try:

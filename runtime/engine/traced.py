@@ -9,6 +9,7 @@ one `None` check, and nothing of OpenTelemetry is imported. The points: each adv
 from __future__ import annotations
 
 from collections.abc import Awaitable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from runtime.engine.commits import RunCursor
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 class Traced:
     _tracer: RunTracer | None
     clock: Clock
+    chunks: Any  # runtime.live.ChunkListener | None
 
     def _models_for(self, run: RunCursor) -> list[tuple[Model, Any]]:
         raise NotImplementedError  # runtime.engine.loop
@@ -31,7 +33,12 @@ class Traced:
         self, run: RunCursor, request: ModelRequest
     ) -> Awaitable[tuple[Model, ModelResponse]]:
         """Ask the agent's model, with its retries and fallbacks (inside a `chat` span when
-        traced)."""
+        traced), streaming its text to the chunk listener when there is one."""
+        if self.chunks is not None and request.purpose == "answer":
+            from runtime.live import ChunkSink
+
+            sink = ChunkSink(self.chunks, run.head.run_id, run.agent, request.turn)
+            request = replace(request, on_text=sink)
         if self._tracer is None:
             return request_with_fallbacks(self._models_for(run), request, self.clock)
         return self._tracer.chat(run, self._models_for(run), request)

@@ -51,6 +51,8 @@ class ModelRequest:
     #: Set: stream the answer (when the model's `stream` setting allows), handing each text
     #: delta to it as it arrives (runtime.models.streaming). None: one call, one answer.
     on_text: Callable[[str], None] | None = None
+    #: The run's turn this answer is for (live chunks say it).
+    turn: int = 0
 
 
 @dataclass

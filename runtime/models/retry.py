@@ -47,6 +47,9 @@ async def request_with_fallbacks(
         for attempt in range(settings.max_attempts):
             try:
                 attempt_request = request if attempt == 0 else replace(request, attempt=attempt)
+                tag = getattr(request.on_text, "for_attempt", None)  # runtime.live.ChunkSink
+                if tag is not None:  # watchers learn which model and attempt is writing
+                    attempt_request = replace(attempt_request, on_text=tag(model.name, attempt))
                 return model, await request_with_tool_support(model, attempt_request)
             except TransientModelError as exc:
                 last = exc

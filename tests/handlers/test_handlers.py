@@ -573,7 +573,7 @@ def test_openapi_document_describes_every_route_with_its_request_model(
     headers = [p["name"] for p in operations["StartRun"]["parameters"] if p["in"] == "header"]
     assert headers == ["Idempotency-Key"]
     query = {p["name"] for p in operations["GetRunEvents"]["parameters"] if p["in"] == "query"}
-    assert query == {"after", "limit"}
+    assert query == {"after", "limit", "wait"}
     assert "422" not in operations["GetRun"]["responses"]  # bad requests answer 400 here
 
 

@@ -60,6 +60,11 @@ class Dev:
 
 @pytest.fixture(scope="module")
 def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dev]:
+    yield from serve_dev(tmp_path_factory)
+
+
+def serve_dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dev]:
+    """`agentfn dev` on free ports until the generator is closed, then stopped by SIGTERM."""
     logs = tmp_path_factory.mktemp("dev")
     api_port, aws_port = _free_port(), _free_port()
     out, err = logs / "stdout", logs / "stderr"

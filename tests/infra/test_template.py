@@ -184,6 +184,8 @@ def test_agent_iam_is_scoped_to_what_the_agent_references(full_spec: AgentfnSpec
         "StartTeamStateMachines",
         "ResumeWaits",
         "PublishRunEvents",
+        "FindWatchers",
+        "PostToWatchers",
     ]
     local = resources[agent_function_id("local-helper")]
     assert [s["Sid"] for s in _statements(local)] == own

@@ -111,7 +111,9 @@ def test_every_function_environment_fits_in_4_kb(deployed: dict[str, Any]) -> No
         for name, function in _of_type(deployed, "AWS::Lambda::Function").items()
     }
     assert max(sizes.values()) <= 4096, sorted(sizes.items(), key=lambda kv: -kv[1])[:3]
-    assert len(sizes) == AGENTS + 2  # the agents, the API and the sweeper
+    assert (
+        len(sizes) == AGENTS + 3
+    )  # the agents, the API, the sweeper, the live (WebSocket) function
 
 
 def test_every_role_policy_fits_iam_limits(deployed: dict[str, Any]) -> None:
@@ -121,7 +123,7 @@ def test_every_role_policy_fits_iam_limits(deployed: dict[str, Any]) -> None:
         for name, role in roles.items()
     }
     assert max(inline.values()) <= 10_240, sorted(inline.items(), key=lambda kv: -kv[1])[:3]
-    assert len(roles) == 2 * AGENTS + 2
+    assert len(roles) == 2 * AGENTS + 3
     for name, role in roles.items():
         assert _compact(role["Properties"]["AssumeRolePolicyDocument"]) <= 2048, name
         assert len(role["Properties"].get("ManagedPolicyArns", [])) <= 10, name
@@ -131,7 +133,7 @@ def test_resources_after_the_sam_transform_stay_under_500(deployed: dict[str, An
     count = len(deployed["Resources"])
     assert count <= 500, count
     # What grows per agent: a function and a state machine, and SAM's role for each.
-    assert len(_of_type(deployed, "AWS::Lambda::Function")) == AGENTS + 2
+    assert len(_of_type(deployed, "AWS::Lambda::Function")) == AGENTS + 3
     assert len(_of_type(deployed, "AWS::StepFunctions::StateMachine")) == AGENTS
     assert len(_of_type(deployed, "AWS::Logs::LogGroup")) <= 2  # shared, not per agent
 

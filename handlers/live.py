@@ -1,0 +1,135 @@
+"""The WebSocket API's function (infra/sam/live.py): who watches which run.
+
+Routes (`$request.body.action`): `$connect` (IAM-authorized by API Gateway: whoever may
+connect may watch this stack's runs, read-only), `subscribe {run_id, after?}` — a watch item
+for the agent functions to find (runtime.live_ws), then the run's committed events after
+`after` sent at once, so a late watcher misses nothing (events carry `seq`: skip any you
+have) — `unsubscribe {run_id}`, and `$disconnect`, which removes the connection's watches.
+Every item expires with the connection's longest life (2 hours). A message that is not
+understood is answered on the connection with `{"type": "error", "error_message"}`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from typing import Any
+
+CONNECTION_SECONDS = 2 * 3600  # API Gateway closes a WebSocket connection after 2 hours
+MAX_CATCH_UP = 1000  # events sent on subscribing; older ones are on GET …/events
+
+log = logging.getLogger("agentfn.live")
+_clients: dict[str, Any] = {}
+
+
+def _client(name: str, **options: Any) -> Any:
+    key = name + json.dumps(options, sort_keys=True)
+    if key not in _clients:
+        import boto3
+
+        _clients[key] = boto3.client(name, **options)
+    return _clients[key]
+
+
+def _management(event: dict[str, Any]) -> Any:
+    context = event["requestContext"]
+    endpoint = os.environ.get("AGENTFN_LIVE_ENDPOINT") or (
+        f"https://{context['domainName']}/{context['stage']}"
+    )
+    return _client("apigatewaymanagementapi", endpoint_url=endpoint)
+
+
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    route = event.get("requestContext", {}).get("routeKey", "")
+    connection = event.get("requestContext", {}).get("connectionId", "")
+    table = os.environ["AGENTFN_TABLE"]
+    dynamodb = _client("dynamodb")
+    if route == "$connect":
+        return {"statusCode": 200}
+    if route == "$disconnect":
+        _forget_connection(dynamodb, table, connection)
+        return {"statusCode": 200}
+    try:
+        body = json.loads(event.get("body") or "{}")
+        if not isinstance(body, dict):
+            raise ValueError("send a JSON object")
+        run_id = body.get("run_id")
+        if not isinstance(run_id, str) or not 0 < len(run_id) <= 200:
+            raise ValueError("run_id: the id of a run is required")
+        if route == "subscribe":
+            after = body.get("after", -1)
+            if isinstance(after, bool) or not isinstance(after, int) or after < -1:
+                raise ValueError("after: a whole number of -1 or more")
+            _subscribe(event, dynamodb, table, connection, run_id, after)
+        elif route == "unsubscribe":
+            _unwatch(dynamodb, table, connection, run_id)
+            _send(event, connection, {"type": "unsubscribed", "run_id": run_id})
+        else:
+            raise ValueError(f"unknown action {body.get('action')!r}: subscribe or unsubscribe")
+    except ValueError as exc:
+        _send(event, connection, {"type": "error", "error_message": str(exc)})
+    return {"statusCode": 200}
+
+
+def _subscribe(
+    event: dict[str, Any], dynamodb: Any, table: str, connection: str, run_id: str, after: int
+) -> None:
+    from runtime.store.items import head_key
+
+    head = dynamodb.get_item(
+        TableName=table,
+        Key=dict(zip(("pk", "sk"), ({"S": k} for k in head_key(run_id)), strict=True)),
+    ).get("Item")
+    if head is None:
+        raise ValueError(f"run {run_id!r} not found")
+    expires = {"N": str(int(time.time()) + CONNECTION_SECONDS)}
+    for pk, sk in _keys(connection, run_id):
+        dynamodb.put_item(
+            TableName=table, Item={"pk": {"S": pk}, "sk": {"S": sk}, "expires_at": expires}
+        )
+    _send(event, connection, {"type": "subscribed", "run_id": run_id})
+    for item in _events_after(run_id, after):  # after the watch exists: nothing falls between
+        _send(event, connection, {"type": "event", "event": item})
+
+
+def _events_after(run_id: str, after: int) -> list[dict[str, Any]]:
+    from runtime.store.dynamo import DynamoStore, S3Blobs
+
+    store = DynamoStore(
+        _client("dynamodb"),
+        os.environ["AGENTFN_TABLE"],
+        S3Blobs(_client("s3"), os.environ.get("AGENTFN_BUCKET", "")),
+    )
+    events = store.list_events(run_id, after=after, limit=MAX_CATCH_UP)
+    return [e.model_dump(mode="json") for e in events]
+
+
+def _keys(connection: str, run_id: str) -> list[tuple[str, str]]:
+    """The watch (found by the run's functions) and its mirror (found on disconnect)."""
+    return [(f"WATCH#{run_id}", f"CONN#{connection}"), (f"CONN#{connection}", f"WATCH#{run_id}")]
+
+
+def _unwatch(dynamodb: Any, table: str, connection: str, run_id: str) -> None:
+    for pk, sk in _keys(connection, run_id):
+        dynamodb.delete_item(TableName=table, Key={"pk": {"S": pk}, "sk": {"S": sk}})
+
+
+def _forget_connection(dynamodb: Any, table: str, connection: str) -> None:
+    answer = dynamodb.query(
+        TableName=table,
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": f"CONN#{connection}"}},
+    )
+    for item in answer.get("Items", []):
+        _unwatch(dynamodb, table, connection, item["sk"]["S"].removeprefix("WATCH#"))
+
+
+def _send(event: dict[str, Any], connection: str, message: dict[str, Any]) -> None:
+    data = json.dumps(message, separators=(",", ":"), default=str).encode()
+    management = _management(event)
+    try:
+        management.post_to_connection(ConnectionId=connection, Data=data)
+    except management.exceptions.GoneException:
+        _forget_connection(_client("dynamodb"), os.environ["AGENTFN_TABLE"], connection)

@@ -1,0 +1,136 @@
+"""The WebSocket API that carries live runs when deployed (runtime.live_ws, handlers.live).
+
+API Gateway's WebSocket API, IAM-authorized on `$connect`; routes `subscribe`,
+`unsubscribe` and `$disconnect` go to one small function (`LiveFunction`) that keeps the
+watch items; each agent function posts its runs' events and chunks to the watchers it finds
+(`execute-api:ManageConnections` on this API's stage only, `WATCH#` items of its own runs
+only). The stage is `live`; its URL is the `LiveUrl` output.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from infra.sam.data import TABLE
+from infra.sam.intrinsics import arn, get_arn, ref, sub
+from runtime.spec import AgentfnSpec
+
+LIVE_API = "LiveApi"
+LIVE_FUNCTION = "LiveFunction"
+LIVE_STAGE = "live"
+ROUTES = {"$connect": "Connect", "$disconnect": "Disconnect", "subscribe": "Subscribe",
+          "unsubscribe": "Unsubscribe"}  # fmt: skip
+ENDPOINT = f"https://${{{LIVE_API}}}.execute-api.${{AWS::Region}}.${{AWS::URLSuffix}}/{LIVE_STAGE}"
+
+
+def _connections_arn() -> Any:
+    return arn("execute-api", f"${{{LIVE_API}}}/{LIVE_STAGE}/POST/@connections/*")
+
+
+def resources(spec: AgentfnSpec) -> dict[str, Any]:
+    integration = {
+        "Type": "AWS::ApiGatewayV2::Integration",
+        "Properties": {
+            "ApiId": ref(LIVE_API),
+            "IntegrationType": "AWS_PROXY",
+            "IntegrationUri": sub(
+                "arn:${AWS::Partition}:apigateway:${AWS::Region}:lambda:path/2015-03-31/"
+                f"functions/${{{LIVE_FUNCTION}.Arn}}/invocations"
+            ),
+        },
+    }
+    found: dict[str, Any] = {
+        LIVE_API: {
+            "Type": "AWS::ApiGatewayV2::Api",
+            "Properties": {
+                "Name": sub("${AWS::StackName}-live"),
+                "ProtocolType": "WEBSOCKET",
+                "RouteSelectionExpression": "$request.body.action",
+                "Description": "agentfn: watch runs live (subscribe / unsubscribe)",
+            },
+        },
+        "LiveIntegration": integration,
+        LIVE_FUNCTION: {
+            "Type": "AWS::Serverless::Function",
+            "Properties": {
+                "Description": "agentfn live: who watches which run",
+                "Handler": "handlers.live.handler",
+                "MemorySize": 256,
+                "Timeout": 29,
+                "Environment": {"Variables": {"AGENTFN_LIVE_ENDPOINT": sub(ENDPOINT)}},
+                "Policies": [{"Statement": _live_function_statements()}],
+            },
+        },
+        "LivePermission": {
+            "Type": "AWS::Lambda::Permission",
+            "Properties": {
+                "Action": "lambda:InvokeFunction",
+                "FunctionName": ref(LIVE_FUNCTION),
+                "Principal": "apigateway.amazonaws.com",
+                "SourceArn": arn("execute-api", f"${{{LIVE_API}}}/*"),
+            },
+        },
+        "LiveDeployment": {
+            "Type": "AWS::ApiGatewayV2::Deployment",
+            "DependsOn": [f"Live{name}Route" for name in ROUTES.values()],
+            "Properties": {"ApiId": ref(LIVE_API)},
+        },
+        "LiveStage": {
+            "Type": "AWS::ApiGatewayV2::Stage",
+            "Properties": {
+                "ApiId": ref(LIVE_API),
+                "StageName": LIVE_STAGE,
+                "DeploymentId": ref("LiveDeployment"),
+                "DefaultRouteSettings": {"ThrottlingBurstLimit": 100, "ThrottlingRateLimit": 50},
+            },
+        },
+    }
+    for key, name in ROUTES.items():
+        route: dict[str, Any] = {
+            "ApiId": ref(LIVE_API),
+            "RouteKey": key,
+            "Target": sub("integrations/${LiveIntegration}"),
+        }
+        route["AuthorizationType"] = "AWS_IAM" if key == "$connect" else "NONE"
+        found[f"Live{name}Route"] = {"Type": "AWS::ApiGatewayV2::Route", "Properties": route}
+    return found
+
+
+def _live_function_statements() -> list[dict[str, Any]]:
+    watches = {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["WATCH#*", "CONN#*"]}}
+    heads = {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["RUN#*"]}}
+    return [
+        {"Sid": "KeepWatches", "Effect": "Allow",
+         "Action": ["dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:Query"],
+         "Resource": get_arn(TABLE), "Condition": watches},
+        {"Sid": "ReadRunsWatched", "Effect": "Allow",
+         "Action": ["dynamodb:GetItem", "dynamodb:Query"],
+         "Resource": get_arn(TABLE), "Condition": heads},
+        {"Sid": "AnswerWatchers", "Effect": "Allow", "Action": "execute-api:ManageConnections",
+         "Resource": _connections_arn()},
+    ]  # fmt: skip
+
+
+def agent_environment() -> dict[str, Any]:
+    return {"AGENTFN_LIVE_ENDPOINT": sub(ENDPOINT)}
+
+
+def agent_statements(tags: list[str]) -> list[dict[str, Any]]:
+    """Post to the watchers of the runs it advances; forget a watcher that is gone."""
+    watches = {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"WATCH#{t}*" for t in tags]}}
+    return [
+        {"Sid": "FindWatchers", "Effect": "Allow",
+         "Action": ["dynamodb:Query", "dynamodb:DeleteItem"],
+         "Resource": get_arn(TABLE), "Condition": watches},
+        {"Sid": "PostToWatchers", "Effect": "Allow", "Action": "execute-api:ManageConnections",
+         "Resource": _connections_arn()},
+    ]  # fmt: skip
+
+
+def outputs() -> dict[str, Any]:
+    return {
+        "LiveUrl": {
+            "Description": "WebSocket URL to watch runs live (IAM auth; subscribe / unsubscribe)",
+            "Value": sub(ENDPOINT.replace("https://", "wss://")),
+        }
+    }
