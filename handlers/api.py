@@ -79,7 +79,12 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     if too_large(event):  # before parsing anything: a request's size is bounded
         return too_large_answer()
     with observe.invocation(context):  # the run's keys on its lines; metrics at the end
-        return _resolver()(event, context)
+        try:
+            return _resolver()(event, context)
+        finally:
+            from handlers.step import flush_live
+
+            flush_live()  # an inline advance's events reach the run's live watchers
 
 
 def the_service() -> Any:

@@ -77,6 +77,13 @@ def build_service_from_environment() -> Any:
     )
 
 
+def flush_live() -> None:
+    """Posts what live watchers are still owed (runtime.live_ws): a returned invocation is
+    frozen, so every function that advances or ends runs calls this before it returns."""
+    if _publisher is not None:
+        _publisher.flush()
+
+
 class StepFailed(Exception):
     """An unexpected error in a task, its message cut short for the execution's state."""
 
@@ -91,8 +98,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         try:
             result = _handle(_service, event, context)
         finally:
-            if _publisher is not None:
-                _publisher.flush()  # a returned invocation is frozen: post before
+            flush_live()
         action = str(event.get("action", "advance"))[:40]
         logging.getLogger("agentfn.step").info("task %s: run %s", action, result.get("status"))
         return result

@@ -22,6 +22,11 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             from runtime.sweeper import Sweeper
 
             _sweeper = Sweeper(build_service_from_environment())
-        report: dict[str, Any] = _sweeper.sweep().as_dict()
+        from handlers.step import flush_live
+
+        try:
+            report: dict[str, Any] = _sweeper.sweep().as_dict()
+        finally:
+            flush_live()  # a run it ends is ended for its live watchers too
         observe.listener().sweep(report)
     return report

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from infra.sam import grants
+from infra.sam import grants, live
 from infra.sam.data import IDEMPOTENCY_TABLE
 from infra.sam.intrinsics import ref, sub
 from runtime.routes import ROUTES
@@ -88,8 +88,15 @@ def api_function(spec: AgentfnSpec) -> dict[str, Any]:
             "Handler": "handlers.api.handler",
             "MemorySize": 512,
             "Timeout": 29,
-            "Environment": {"Variables": {"AGENTFN_IDEMPOTENCY_TABLE": ref(IDEMPOTENCY_TABLE)}},
-            "Policies": [{"Statement": grants.api_statements(spec)}],
+            "Environment": {
+                "Variables": {
+                    "AGENTFN_IDEMPOTENCY_TABLE": ref(IDEMPOTENCY_TABLE),
+                    **live.agent_environment(),  # an inline advance is watched too
+                }
+            },
+            "Policies": [
+                {"Statement": [*grants.api_statements(spec), *live.agent_statements([""])]}
+            ],
             "Events": events,
         },
     }

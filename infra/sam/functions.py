@@ -85,7 +85,10 @@ def sweeper_function(spec: AgentfnSpec) -> dict[str, Any]:
             "Handler": "handlers.sweeper.handler",
             "MemorySize": 512,
             "Timeout": 300,
-            "Policies": [{"Statement": grants.sweeper_statements(spec)}],
+            "Environment": {"Variables": live.agent_environment()},  # runs it ends are watched
+            "Policies": [
+                {"Statement": [*grants.sweeper_statements(spec), *live.agent_statements([""])]}
+            ],
             "Events": {
                 "Sweep": {
                     "Type": "Schedule",

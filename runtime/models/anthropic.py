@@ -16,7 +16,7 @@ from runtime.models.base import (
 )
 from runtime.models.failures import classify_http
 from runtime.models.http import HttpModel, post_json, post_stream
-from runtime.models.streaming import CallBuffer, SseEvent, TextSink, event_json
+from runtime.models.streaming import CallBuffer, SseEvent, TextSink, event_json, unstreamed
 from runtime.spec.models import AnthropicModel
 
 API_VERSION = "2023-06-01"
@@ -142,10 +142,7 @@ class AnthropicMessagesModel(HttpModel[AnthropicModel]):
         stop_reason, input_tokens, output_tokens = "", 0, 0
         async for item in events:
             if isinstance(item, dict):  # the server did not stream
-                whole = self._parse(item)
-                if whole.text:
-                    sink(whole.text)
-                return whole
+                return unstreamed(self._parse(item), sink)
             data = event_json(item, "anthropic")
             kind = data.get("type") or item.event
             if kind == "message_start":

@@ -13,7 +13,7 @@ from runtime.models.base import ModelRequest, ModelResponse, StopReason, images_
 from runtime.models.failures import classify_http
 from runtime.models.gemini_schema import gemini_parameters
 from runtime.models.http import HttpModel, post_json, post_stream
-from runtime.models.streaming import SseEvent, TextSink, event_json
+from runtime.models.streaming import SseEvent, TextSink, event_json, unstreamed
 from runtime.spec.models import GeminiModel as GeminiConfig
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
@@ -150,10 +150,7 @@ class GeminiModel(HttpModel[GeminiConfig]):
         candidate: dict[str, Any] = {}
         async for item in events:
             if isinstance(item, dict):  # the server did not stream
-                whole = self._parse(item)
-                if whole.text:
-                    sink(whole.text)
-                return whole
+                return unstreamed(self._parse(item), sink)
             chunk = event_json(item, "gemini")
             if isinstance(chunk.get("error"), dict):
                 error = chunk["error"]

@@ -83,6 +83,11 @@ def error_message(response: httpx.Response, secret: str | None = None) -> str:
     return scrub(response.text, secret)[:500] or response.reason_phrase
 
 
+def _unreachable(provider: str, exc: Exception, secret: str | None) -> TransientModelError:
+    text = scrub(f"{provider} request failed: {type(exc).__name__}: {exc}", secret)
+    return TransientModelError(text, provider=provider)
+
+
 async def post_json(
     client: httpx.AsyncClient | None,
     provider: str,
@@ -102,8 +107,7 @@ async def post_json(
         else:
             response = await client.post(url, json=body, headers=headers, timeout=timeout)
     except httpx.TransportError as exc:
-        text = scrub(f"{provider} request failed: {type(exc).__name__}: {exc}", secret)
-        raise TransientModelError(text, provider=provider) from exc
+        raise _unreachable(provider, exc, secret) from exc
     status = response.status_code
     if not response.is_success:
         message = error_message(response, secret)
@@ -146,8 +150,7 @@ async def post_stream(
             request = http.build_request("POST", url, json=body, headers=headers, timeout=timeout)
             response = await http.send(request, stream=True)
         except httpx.TransportError as exc:
-            text = scrub(f"{provider} request failed: {type(exc).__name__}: {exc}", secret)
-            raise TransientModelError(text, provider=provider) from exc
+            raise _unreachable(provider, exc, secret) from exc
         try:
             if not response.is_success:
                 await response.aread()

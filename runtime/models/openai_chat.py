@@ -26,7 +26,7 @@ from runtime.messages import AssistantMessage, Message, ToolCall, ToolResultMess
 from runtime.models.base import ModelRequest, ModelResponse, StopReason, result_text
 from runtime.models.failures import classify_http
 from runtime.models.http import HttpModel, post_json, post_stream
-from runtime.models.streaming import CallBuffer, SseEvent, TextSink, event_json
+from runtime.models.streaming import CallBuffer, SseEvent, TextSink, event_json, unstreamed
 from runtime.spec.models import (
     AzureOpenAIModel,
     OllamaModel,
@@ -179,10 +179,7 @@ class OpenAIChatModel(HttpModel[OpenAIConfig]):
         finish, usage = None, None
         async for item in events:
             if isinstance(item, dict):  # the server did not stream
-                whole = self._parse(item)
-                if whole.text:
-                    sink(whole.text)
-                return whole
+                return unstreamed(self._parse(item), sink)
             if item.data.strip() == "[DONE]":
                 break
             chunk = event_json(item, provider)

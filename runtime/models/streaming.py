@@ -97,6 +97,14 @@ class CallBuffer:
         return done
 
 
+def unstreamed(whole: Any, sink: TextSink) -> Any:
+    """The one-shot answer of a server that ignored the stream request: its text is one
+    chunk, so watchers still see it."""
+    if whole.text:
+        sink(whole.text)
+    return whole
+
+
 def stream_failure(provider: str, exc: Exception) -> ModelError:
     """A stream cut off after it started: worth a retry (the retry starts the answer over,
     and the sink is told by the engine that it did)."""

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -21,22 +20,14 @@ from tests.aws_eventstream import event as aws_event
 from tests.aws_eventstream import exception as aws_exception
 from tests.runtime.models.recordings import Recording, Replay
 from tests.runtime.models.streamed import STREAMS, pieces
-from tests.runtime.models.test_replay import RECORDINGS, call_view, replay
+from tests.runtime.models.test_replay import (  # offline_aws: the same autouse fixture
+    RECORDINGS,
+    call_view,
+    offline_aws,  # noqa: F401
+    replay,
+)
 
 ANSWERS = [r for r in RECORDINGS if r.status == 200]
-
-
-@pytest.fixture(autouse=True)
-def offline_aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_CONFIG_FILE": "/nonexistent",
-        "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
-        "AWS_EC2_METADATA_DISABLED": "true",
-    }.items():
-        monkeypatch.setenv(name, value)
-    yield
 
 
 @dataclass
