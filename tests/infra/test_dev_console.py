@@ -5,6 +5,7 @@ result. A screenshot is kept in .artifacts/ (the README's picture is one of thes
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -104,3 +105,52 @@ def test_start_watch_approve_and_read_the_answer_in_the_console(dev: Dev, browse
     assert browser.save_screenshot(str(ARTIFACTS / "console.png"))
     errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     assert errors == []
+
+
+def _start_from_the_form(browser: Any, agent: str, text: str) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.select import Select
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(browser, 30).until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#agent option")) > 3)  # fmt: skip
+    Select(browser.find_element(By.ID, "agent")).select_by_value(agent)
+    field = browser.find_element(By.ID, "input")
+    field.clear()
+    field.send_keys(text)
+    browser.find_element(By.ID, "start-button").click()
+
+
+def test_edit_a_pending_call_and_answer_a_clarification_from_the_page(
+    dev: Dev, browser: Any
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as seen
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = WebDriverWait(browser, 30)
+    browser.get(f"{dev.api}/")
+    _start_from_the_form(browser, "billing", "Refund ORD-1001, it arrived broken")
+    wait.until(seen.element_to_be_clickable((By.CSS_SELECTOR, "#waiting .card button.approve")))
+    browser.find_element(By.XPATH, "//div[@id='waiting']//button[text()='Edit inputs']").click()
+    editor = browser.find_element(By.CSS_SELECTOR, "#waiting .card textarea.edit")
+    edited = json.loads(editor.get_attribute("value"))
+    edited["amount"] = 50.0
+    editor.clear()
+    editor.send_keys(json.dumps(edited))
+    browser.find_element(By.CSS_SELECTOR, "#waiting .card button.approve").click()
+    wait.until(seen.visibility_of_element_located((By.ID, "final-answer")))
+    run_id = browser.find_element(By.CSS_SELECTOR, "#runs li.current").get_attribute("data-run")
+    refund = _run(dev, run_id)["tool_calls"][0]
+    assert refund["tool_name"] == "issue_refund" and refund["inputs"]["amount"] == 50.0
+
+    _start_from_the_form(browser, "triage", "My order has a problem")
+    question = wait.until(
+        seen.visibility_of_element_located((By.CSS_SELECTOR, "#waiting .card h3"))
+    )
+    assert "Which order is this about?" in question.text
+    assert browser.find_element(By.ID, "run-status").text == "awaiting_input"
+    browser.find_element(By.CSS_SELECTOR, "#waiting .card input").send_keys("ORD-1002")
+    browser.find_element(By.CSS_SELECTOR, "#waiting .card button.reply").click()
+    final = wait.until(seen.visibility_of_element_located((By.ID, "final-answer")))
+    assert "ORD-1002" in final.text
+    assert "answered" in browser.find_element(By.ID, "timeline").text
