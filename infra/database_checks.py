@@ -10,12 +10,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from infra.issues import RefProblem, did_you_mean
+from infra.issues import mapping as _mapping
 
 QUERY, WRITE = "builtin:database_query", "builtin:database_write"
-
-
-def _mapping(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 def check_databases(data: Any, project_dir: Path) -> list[RefProblem]:

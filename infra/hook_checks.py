@@ -14,14 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from infra.issues import RefProblem, did_you_mean
+from infra.issues import mapping as _mapping
 from infra.schema_checks import SPEC_REGEX_WORK
 from infra.yamlsrc import Path_
 from runtime.regex_safety import Budget, regex_problem
 from runtime.spec.types import SECRET_REF_RE
-
-
-def _mapping(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 def _list(value: Any) -> list[Any]:

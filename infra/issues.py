@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from infra.yamlsrc import Path_
 
@@ -52,3 +53,9 @@ class SpecIssue:
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.column}: {self.path}: {self.message}"
+
+
+def mapping(value: Any) -> dict[str, Any]:
+    """`value` when the raw spec has a mapping there, else an empty one: checks of the raw
+    data run before (and beside) the model's own validation, so any shape may arrive."""
+    return value if isinstance(value, dict) else {}

@@ -9,13 +9,10 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from infra.issues import RefProblem, did_you_mean
+from infra.issues import mapping as _mapping
 from runtime.tools.knowledge.local import SUFFIXES
 
 TOOL = "builtin:knowledge_search"
-
-
-def _mapping(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 def check_knowledge(data: Any, project_dir: Path) -> list[RefProblem]:

@@ -17,6 +17,7 @@ from typing import Any
 
 from infra.hook_checks import is_hook_header
 from infra.issues import RefProblem, did_you_mean
+from infra.issues import mapping as _mapping
 from infra.naming import logical_id
 from infra.run_limits import check_run_limits, compaction_model_problems, tool_count_warnings
 from infra.schema_checks import SPEC_REGEX_WORK, check_json_schema
@@ -26,10 +27,6 @@ from runtime.spec.tools import BUILTIN_TOOLS, PYTHON_HANDLER_RE, URL_PARAM_RE
 from runtime.spec.types import SECRET_REF_RE
 
 SENSITIVE_HEADER = re.compile(r"authorization|api[-_]?key|token|secret|password|cookie", re.I)
-
-
-def _mapping(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 def _list(value: Any) -> list[Any]:

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from infra.issues import RefProblem, did_you_mean
+from infra.issues import mapping as _mapping
 from infra.yamlsrc import Path_
 from runtime.spec.agents import RESERVED_PREFIXES
 from runtime.spec.types import parse_duration
@@ -139,10 +140,6 @@ def _human(seconds: float) -> str:
         if seconds >= size and seconds % size == 0:
             return f"{int(seconds // size)}{unit}"
     return f"{seconds:g}s"
-
-
-def _mapping(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 def compaction_model_problems(root: dict[str, Any], models: dict[str, Any]) -> Iterator[RefProblem]:

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from infra.issues import RefProblem, did_you_mean
+from infra.issues import mapping as _mapping
 from infra.yamlsrc import Path_
 from runtime.workflows.template import (
     REF_RE,
@@ -23,10 +24,6 @@ from runtime.workflows.template import (
 )
 
 RESERVED = ("input", "item")
-
-
-def _mapping(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 def _list(value: Any) -> list[Any]:
