@@ -110,7 +110,7 @@ def terminal_first_chunk(spec: Path) -> float:
     master, slave = pty.openpty()
     process = subprocess.Popen(
         [*AGENTFN, "run", "writer", "go", "-f", str(spec)],
-        stdin=slave, stdout=slave, stderr=subprocess.DEVNULL, cwd=ROOT, env=_env(),
+        stdin=slave, stdout=slave, stderr=slave, cwd=ROOT, env=_env(),
     )  # fmt: skip
     os.close(slave)
     seen, output = None, b""

@@ -1,7 +1,9 @@
 """`agentfn run`: one run in process, on the embedded AWS (or real AWS with --aws).
 
 Live progress goes to stderr (each step, each tool call with its duration and success,
-token counts); stdout carries only the answer, or with --json only the result contract.
+token counts, and on a terminal the model's text as it streams); stdout carries only the
+answer — not again when stdout is the terminal it just streamed to — or with --json only
+the result contract.
 Exit codes: 0 succeeded, 1 failed or cancelled, 2 usage or spec errors, 3 waiting for a
 reply that was not given, 143 stopped by SIGTERM (130 for Ctrl-C, from the CLI).
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import signal
 import sys
 import threading
@@ -92,9 +95,18 @@ class Progress:
             self.live.write(chunk["text"])
             self.live.flush()
 
-    def streamed(self, text: Any) -> bool:
-        """Whether `text` (the result) already reached the terminal as it streamed."""
-        return isinstance(text, str) and bool(text) and text in self._streamed.values()
+    def streamed(self, result: Any) -> bool:
+        """Whether the result already reached the terminal as it streamed (a structured
+        result: as the JSON text the model wrote)."""
+        if isinstance(result, str):
+            return bool(result) and result in self._streamed.values()
+        for text in self._streamed.values():
+            try:
+                if result is not None and json.loads(text) == result:
+                    return True
+            except ValueError:
+                continue
+        return False
 
     def __call__(self, event: Event) -> None:
         if self.run_id is None and event.type == "run_started":
@@ -227,9 +239,26 @@ def _print_result(result: dict[str, Any], as_json: bool, progress: Progress | No
         return
     if result["status"] == "succeeded":
         value = result.get("result")
-        if progress is not None and progress.streamed(value):
-            return  # the answer is on the terminal already, as it streamed
+        if progress is not None and _same_terminal() and progress.streamed(value):
+            return  # the answer is on this terminal already, as it streamed
         print(value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def _is_terminal(fd: int) -> bool:
+    try:
+        return os.isatty(fd)
+    except OSError:
+        return False
+
+
+def _same_terminal() -> bool:
+    """Whether stdout and stderr are one terminal (the answer streamed there already)."""
+    if not (_is_terminal(1) and _is_terminal(2)):
+        return False
+    try:
+        return os.ttyname(1) == os.ttyname(2)
+    except OSError:
+        return False
 
 
 def run_command(args: argparse.Namespace, spec: AgentfnSpec) -> int:
@@ -239,8 +268,9 @@ def run_command(args: argparse.Namespace, spec: AgentfnSpec) -> int:
     project = str(Path(args.file).resolve().parent)
     if project not in sys.path:
         sys.path.insert(0, project)  # the spec's own tools package
-    # The answer streams to a terminal; a pipe gets it whole at the end, as before.
-    live = sys.stdout if sys.stdout.isatty() else None
+    # The answer streams with the progress, to a terminal; stdout still gets it whole at the
+    # end, unless stdout is that same terminal (where it was just written).
+    live = sys.stderr if _is_terminal(2) else None
     progress = Progress(sys.stderr, enabled=not args.json, live=live)
     watch: dict[str, Any] = {"listener": progress, "chunks": progress.chunk}
     text = " ".join(args.input)

@@ -170,3 +170,44 @@ def test_spec_errors_exit_2(tmp_path: Path) -> None:
     spec.write_text("version: 1\nagents: {a: {description: d, model: nope}}\n")
     result = run_agentfn("run", "a", "go", "-f", str(spec))
     assert result.returncode == 2 and "unknown model 'nope'" in result.stderr
+
+
+def _on_a_terminal(stdout_too: bool) -> tuple[str, bytes]:
+    """`agentfn run helpdesk` with stderr (and stdout, or a pipe) on a pseudo-terminal: what
+    the terminal showed, and what the pipe got."""
+    import os
+    import pty
+    import select
+
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "infra.cli", "run", "helpdesk", "refunds?"],
+        cwd=ROOT, stdin=follower, stderr=follower,
+        stdout=follower if stdout_too else subprocess.PIPE,
+    )  # fmt: skip
+    os.close(follower)
+    shown = b""
+    while True:
+        ready, _, _ = select.select([leader], [], [], 30)
+        if not ready:
+            break
+        try:
+            piece = os.read(leader, 4096)
+        except OSError:
+            break
+        if not piece:
+            break
+        shown += piece
+    piped = process.stdout.read() if process.stdout else b""
+    assert process.wait(timeout=60) == 0, shown.decode()
+    os.close(leader)
+    return shown.decode().replace("\r\n", "\n"), piped
+
+
+def test_on_a_terminal_the_answer_streams_once_and_a_pipe_still_gets_it_whole() -> None:
+    answer = "ORD-1001 (grinder, 189.00 EUR) was delivered"
+    shown, _ = _on_a_terminal(stdout_too=True)
+    assert shown.count(answer) == 1  # streamed with the progress, not printed again
+    assert shown.index(answer) < shown.index("step 2 ·")  # before the commit that holds it
+    shown, piped = _on_a_terminal(stdout_too=False)
+    assert shown.count(answer) == 1 and piped.decode().startswith(answer)
