@@ -26,6 +26,7 @@ from infra.live_hub import LiveHub, Subscription
 
 KEEPALIVE_SECONDS = 15.0
 END_TYPES = frozenset({"run_completed", "run_failed"})
+FINISHED = frozenset({"succeeded", "failed", "cancelled"})
 _STREAM_PATH = re.compile(r"^(?P<base>(?:/agents/[^/]+)?/runs/(?P<run_id>[^/]+))/stream/?$")
 _START_PATH = re.compile(r"^/agents/(?P<agent>[^/]+)/runs/?$")
 
@@ -175,12 +176,20 @@ def serve(handler: Any, bridge: Callable[[dict[str, Any]], Any], hub: LiveHub, b
         stream.after = after
         if found is not None:  # a started run's every event is queued since before it began
             stream.catch_up(base)
+            if not stream.ended and _finished(ask, base):  # resumed after its last event
+                stream.catch_up(base)  # anything committed since the first read
+                return 200
         stream.follow(base, subscription)
     except (BrokenPipeError, ConnectionResetError):
         pass  # the watcher went away; the run goes on
     finally:
         subscription.close()
     return 200
+
+
+def _finished(ask: Ask, base: str) -> bool:
+    status, _, raw = ask("GET", base, b"")
+    return status == 200 and json.loads(raw).get("status") in FINISHED
 
 
 def _plain(handler: Any, status: int, headers: list[tuple[str, str]], raw: bytes) -> None:

@@ -113,6 +113,10 @@ def test_many_watchers_attach_late_resume_and_leave_without_stopping_the_run(dev
         expected = full[2:] if name == "resumed" else full
         assert numbers == expected, name  # every event once, in order, none missed
         assert _events(seen)[-1]["type"] == "run_completed"
+    # resuming after the last event of a finished run ends at once, with nothing
+    last = {"Last-Event-ID": str(full[-1])}
+    with httpx.stream("GET", f"{dev.api}/runs/{run_id}/stream", headers=last, timeout=5) as r:
+        assert read_sse(r) == []
 
 
 def test_unknown_runs_404_and_the_long_poll_answers_when_the_next_event_comes(dev: Dev) -> None:
