@@ -197,15 +197,19 @@ async function refresh() {
   setStatus(run.status);
   const waiting = $("waiting");
   waiting.replaceChildren();
-  for (const pending of run.pending_approval || []) waiting.append(approvalCard(run, pending));
-  if (run.clarification) waiting.append(replyCard(run));
+  // a team run: what an asked agent waits for is decided on the parent (the API passes it on)
+  const waiters = [run, ...(run.children || []).filter((c) => (c.pending_approval || []).length || c.clarification)];
+  for (const waiter of waiters) {
+    for (const pending of waiter.pending_approval || []) waiting.append(approvalCard(run, pending, waiter));
+    if (waiter.clarification) waiting.append(replyCard(run, waiter));
+  }
   if (run.status === "succeeded") {
     const value = typeof run.result === "string" ? run.result : JSON.stringify(run.result, null, 2);
     $("result").replaceChildren(el("h2", {}, "Result"), el("div", { class: "answer", id: "final-answer" }, value));
   }
 }
 
-function approvalCard(run, pending) {
+function approvalCard(run, pending, waiter = run) {
   const inputs = el("textarea", { rows: 5, class: "edit", hidden: "" }, JSON.stringify(pending.inputs, null, 2));
   const reason = el("input", { type: "text", placeholder: "reason (optional)" });
   const decide = async (approved, edited) => {
@@ -220,17 +224,18 @@ function approvalCard(run, pending) {
   if (can.has("reject")) buttons.push(el("button", { type: "button", class: "danger reject", onclick: () => decide(false) }, "Reject"));
   if (can.has("edit")) buttons.push(el("button", { type: "button", class: "secondary", onclick: () => { inputs.hidden = !inputs.hidden; } }, "Edit inputs"));
   return el("div", { class: "card", "data-tool-call": pending.tool_call_id },
-    el("h3", {}, `Approve ${pending.tool_name}?`), el("pre", {}, JSON.stringify(pending.inputs, null, 2)),
+    el("h3", {}, `Approve ${pending.tool_name}?${waiter === run ? "" : ` (asked of ${waiter.agent})`}`),
+    el("pre", {}, JSON.stringify(pending.inputs, null, 2)),
     inputs, reason, el("div", { class: "actions" }, ...buttons));
 }
 
-function replyCard(run) {
+function replyCard(run, waiter = run) {
   const answer = el("input", { type: "text", placeholder: "your answer" });
   const send = async () => {
     try { await api("POST", `/runs/${encodeURIComponent(run.run_id)}/reply`, { input: answer.value }); }
     catch (error) { alert(error.message); }
   };
-  return el("div", { class: "card" }, el("h3", {}, run.clarification.question), answer,
+  return el("div", { class: "card" }, el("h3", {}, waiter.clarification.question), answer,
     el("div", { class: "actions" }, el("button", { type: "button", class: "reply", onclick: send }, "Answer")));
 }
 
