@@ -19,6 +19,7 @@ def banner(spec: Any, spec_path: Path, port: int, aws_url: str) -> str:
     return "\n".join(
         [
             f"agentfn dev · {spec_path.name}: {len(spec.agents)} agents ({', '.join(spec.agents)})",
+            f"  console       {api}/   (open it in a browser: start, watch, approve)",
             f"  API           {api}   (stage {STAGE!r}; GET {api}/openapi.json)",
             f"  AWS endpoint  {aws_url}   (moto: DynamoDB, S3, Step Functions, Lambda, Events)",
             f"  table         {LOCAL_TABLE}",
@@ -29,6 +30,7 @@ def banner(spec: Any, spec_path: Path, port: int, aws_url: str) -> str:
             f"  AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing aws --region {region} \\",
             f"    --endpoint-url {aws_url} dynamodb scan --table-name {LOCAL_TABLE}",
             f"  agentfn status RUN_ID --url {api}",
+            f"  curl -N {api}/runs/RUN_ID/stream      (the run live, as server-sent events)",
             "State lives in memory until this stops (Ctrl-C).",
         ]
     )
