@@ -215,9 +215,10 @@ function approvalCard(run, pending, waiter = run) {
   const decide = async (approved, edited) => {
     const body = { approved, tool_call_id: pending.tool_call_id };
     if (reason.value) body.reason = reason.value;
-    if (edited) body.edited_inputs = JSON.parse(inputs.value);
-    try { await api("POST", `/runs/${encodeURIComponent(run.run_id)}/approval`, body); }
-    catch (error) { alert(error.message); }
+    try {
+      if (edited) body.edited_inputs = JSON.parse(inputs.value);
+      await api("POST", `/runs/${encodeURIComponent(run.run_id)}/approval`, body);
+    } catch (error) { alert(error instanceof SyntaxError ? `the edited inputs are not JSON: ${error.message}` : error.message); }
   };
   const can = new Set(pending.decisions || ["approve", "reject"]);
   const buttons = [el("button", { type: "button", class: "approve", onclick: () => decide(true, !inputs.hidden) }, "Approve")];
