@@ -87,6 +87,11 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             flush_live()  # an inline advance's events reach the run's live watchers
 
 
+def app_context() -> Any:
+    """The Lambda context of the request being served (None outside Lambda)."""
+    return _built["app"].lambda_context if "app" in _built else None
+
+
 def the_service() -> Any:
     global _service
     if _service is None:
@@ -368,7 +373,7 @@ def _build() -> dict[str, Any]:
 
     from handlers.api_workflows import workflow_routes
 
-    workflow_routes(route, ok, Strict, Name, caller)
+    workflow_routes(route, ok, Strict, Name, caller, Key)
 
     @route("OpenApi", {})
     def openapi() -> Response[Any]:

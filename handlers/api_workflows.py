@@ -11,6 +11,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 _workflows: Any = None
+_starter: Any = None  # (persistence layer, idempotent start) for that layer
 
 
 def workflows() -> Any:
@@ -25,8 +26,55 @@ def workflows() -> Any:
     return _workflows
 
 
+def _idempotent_start(layer: Any, ctx: Any) -> Callable[..., Any]:
+    """Powertools' idempotent_function around a workflow start, for this persistence layer:
+    keyed by [caller, Idempotency-Key], the request is what a retry must repeat (else 422),
+    and a retry gets the first workflow run (its current view), not a second one."""
+    global _starter
+    if _starter is None or _starter[0] is not layer:
+        from aws_lambda_powertools.utilities.idempotency import (
+            IdempotencyConfig,
+            idempotent_function,
+        )
+        from aws_lambda_powertools.utilities.idempotency.serialization.base import (
+            BaseIdempotencySerializer,
+        )
+
+        from handlers.api import IDEMPOTENCY_TTL_SECONDS
+
+        class FirstRun(BaseIdempotencySerializer):
+            def to_dict(self, data: Any) -> dict[str, Any]:
+                return {"workflow_run_id": data["workflow_run_id"]}
+
+            def from_dict(self, data: dict[str, Any]) -> Any:
+                return workflows().view(data["workflow_run_id"])
+
+        def start_once(*, request: dict[str, Any]) -> Any:
+            asked = request["request"]
+            return workflows().start(asked["workflow"], asked["input"])
+
+        config = IdempotencyConfig(
+            event_key_jmespath="key",
+            payload_validation_jmespath="request",
+            expires_after_seconds=IDEMPOTENCY_TTL_SECONDS,
+        )
+        start = idempotent_function(
+            start_once,
+            data_keyword_argument="request",
+            persistence_store=layer,
+            config=config,
+            output_serializer=FirstRun(),
+            key_prefix="StartWorkflowRun",
+        )
+        _starter = (layer, config, start)
+    if hasattr(ctx, "get_remaining_time_in_millis"):
+        _starter[1].register_lambda_context(ctx)  # an in-progress record expires with the call
+    started: Callable[..., Any] = _starter[2]
+    return started
+
+
 def workflow_routes(
-    route: Callable[..., Any], ok: Any, strict: Any, name: Any, caller: Any
+    route: Callable[..., Any], ok: Any, strict: Any, name: Any, caller: Any, key_type: Any
 ) -> None:
     from aws_lambda_powertools.event_handler.openapi.params import Body
 
@@ -47,9 +95,18 @@ def workflow_routes(
     def list_workflows() -> Any:
         return ok({"workflows": workflows().names()})
 
-    @route("StartWorkflowRun", {202: WorkflowRunView}, 400, 404, 413)
-    def start_workflow_run(workflow: name, request: Annotated[StartWorkflowRequest, Body()]) -> Any:
-        return ok(workflows().start(workflow, request.input), 202)
+    @route("StartWorkflowRun", {202: WorkflowRunView}, 400, 404, 409, 413, 422)
+    def start_workflow_run(
+        workflow: name, request: Annotated[StartWorkflowRequest, Body()], key: key_type = None
+    ) -> Any:
+        from handlers.api import _idempotency_layer, app_context
+
+        layer = _idempotency_layer() if key is not None else None
+        if layer is None:
+            return ok(workflows().start(workflow, request.input), 202)
+        asked = {"workflow": workflow, "input": request.input}
+        start = _idempotent_start(layer, app_context())
+        return ok(start(request={"key": [caller(), key], "request": asked}), 202)
 
     @route("GetWorkflowRun", {200: WorkflowRunView}, 400, 404)
     def get_workflow_run(workflow_run_id: name) -> Any:

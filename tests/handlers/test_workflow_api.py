@@ -52,3 +52,26 @@ def test_workflow_requests_that_are_wrong_say_which_field(stack: EmbeddedStack) 
     assert extra.status == 400
     nothing = call("GET", "/workflow-runs/" + "0" * 32)
     assert nothing.status == 404 and nothing.body["field"] == "workflow_run_id"
+
+
+def test_a_retried_workflow_start_with_the_same_idempotency_key_starts_one_run(
+    stack: EmbeddedStack,
+) -> None:
+    from tests.handlers.test_handlers import idempotency_records
+
+    before = {r["id"]["S"] for r in idempotency_records(stack)}
+    body = {"input": {"order_id": "ORD-1002"}}
+    key = {"Idempotency-Key": "wf-retry-1"}
+    first = call("POST", "/workflows/damaged_order/runs", body, headers=key)
+    second = call("POST", "/workflows/damaged_order/runs", body, headers=key)
+    assert first.status == second.status == 202, first.body
+    assert second.body["workflow_run_id"] == first.body["workflow_run_id"]
+    (record,) = [r for r in idempotency_records(stack) if r["id"]["S"] not in before]
+    assert record["id"]["S"].startswith("StartWorkflowRun#")
+    other = call("POST", "/workflows/damaged_order/runs", {"input": {"order_id": "ORD-1003"}}, headers=key)  # fmt: skip
+    assert other.status == 422 and other.body["field"] == "Idempotency-Key"
+    plain = call("POST", "/workflows/damaged_order/runs", body)  # no key: a new run each time
+    assert plain.body["workflow_run_id"] != first.body["workflow_run_id"]
+    for started in (first, plain):
+        path = f"/workflow-runs/{started.body['workflow_run_id']}"
+        call("POST", f"{path}/cancel")
