@@ -1,6 +1,7 @@
 """The WebSocket API that carries live runs when deployed (runtime.live_ws, handlers.live).
 
-API Gateway's WebSocket API, IAM-authorized on `$connect`; routes `subscribe`,
+API Gateway's WebSocket API, IAM-authorized on `$connect` (unless `deployment.api_auth` is
+`none`, like the REST API); routes `subscribe`,
 `unsubscribe` and `$disconnect` go to one small function (`LiveFunction`) that keeps the
 watch items; each agent function posts its runs' events and chunks to the watchers it finds
 (`execute-api:ManageConnections` on this API's stage only, `WATCH#` items of its own runs
@@ -91,7 +92,8 @@ def resources(spec: AgentfnSpec) -> dict[str, Any]:
             "RouteKey": key,
             "Target": sub("integrations/${LiveIntegration}"),
         }
-        route["AuthorizationType"] = "AWS_IAM" if key == "$connect" else "NONE"
+        iam = key == "$connect" and spec.deployment.api_auth == "iam"  # as the REST API
+        route["AuthorizationType"] = "AWS_IAM" if iam else "NONE"
         found[f"Live{name}Route"] = {"Type": "AWS::ApiGatewayV2::Route", "Properties": route}
     return found
 

@@ -20,6 +20,7 @@ from infra.sam import live
 from infra.sam.template import build_template
 from runtime.engine.loop import Engine
 from runtime.live_ws import WebSocketPublisher
+from runtime.spec import AgentfnSpec
 from tests.helpers import DEMO_SPEC, load_spec
 from tests.runtime.engine.kit import call, make_spec
 
@@ -160,6 +161,10 @@ def test_the_template_has_the_websocket_api_and_scoped_grants() -> None:
     routes = {r["Properties"]["RouteKey"]: r["Properties"] for r in resources.values() if r["Type"] == "AWS::ApiGatewayV2::Route"}  # fmt: skip
     assert set(routes) == {"$connect", "$disconnect", "subscribe", "unsubscribe"}
     assert routes["$connect"]["AuthorizationType"] == "AWS_IAM"
+    data = load_spec(DEMO_SPEC).to_compiled()
+    data["deployment"]["api_auth"] = "none"  # an open REST API: an open WebSocket API too
+    open_ = build_template(AgentfnSpec.model_validate(data))["Resources"]
+    assert {r["Properties"]["AuthorizationType"] for r in open_.values() if r["Type"] == "AWS::ApiGatewayV2::Route"} == {"NONE"}  # fmt: skip
     support = json.dumps(resources["AgentSupportFunction"]["Properties"])
     assert "execute-api:ManageConnections" in support and "AGENTFN_LIVE_ENDPOINT" in support
     assert f"${{{live.LIVE_API}}}/live/POST/@connections/*" in support
