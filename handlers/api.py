@@ -25,6 +25,7 @@ from handlers.api_requests import (
     MAX_BODY_BYTES,
     caller_of,
     error_answer,
+    idempotent,
     json_body,
     openapi_document,
     too_large,
@@ -34,7 +35,6 @@ from runtime.routes import ROUTES
 
 MAX_WAIT_SECONDS = 25.0  # API Gateway gives up at 29 s
 IDEMPOTENCY_TABLE_ENV = "AGENTFN_IDEMPOTENCY_TABLE"
-IDEMPOTENCY_TTL_SECONDS = 24 * 3600
 EDITED_INPUTS_LIMIT_BYTES = 64 * 1024  # decisions live in the run head (DynamoDB 400 KB)
 PREWARMED = {"provisioned-concurrency", "snap-start"}  # AWS_LAMBDA_INITIALIZATION_TYPE
 
@@ -142,7 +142,6 @@ def _idempotent_start(layer: Any) -> tuple[Any, Callable[..., Answer]]:
     global _starter
     if _starter is not None and _starter[0] is layer:
         return _starter[1], _starter[2]
-    from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
     from aws_lambda_powertools.utilities.idempotency.serialization.base import (
         BaseIdempotencySerializer,
     )
@@ -158,19 +157,7 @@ def _idempotent_start(layer: Any) -> tuple[Any, Callable[..., Answer]]:
     def start_once(*, request: dict[str, Any]) -> Answer:
         return _start(request["request"], getattr(_request_time_left, "value", None))
 
-    config = IdempotencyConfig(
-        event_key_jmespath="key",
-        payload_validation_jmespath="request",
-        expires_after_seconds=IDEMPOTENCY_TTL_SECONDS,
-    )
-    start = idempotent_function(
-        start_once,
-        data_keyword_argument="request",
-        persistence_store=layer,
-        config=config,
-        output_serializer=FirstAnswer(),
-        key_prefix="StartRun",
-    )
+    config, start = idempotent(layer, start_once, FirstAnswer(), "StartRun")
     _starter = (layer, config, start)
     return config, start
 

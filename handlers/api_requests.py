@@ -167,3 +167,28 @@ def openapi_document(app: Any) -> str:
     for unused in ("HTTPValidationError", "ValidationError"):  # only those 422s used them
         document.get("components", {}).get("schemas", {}).pop(unused, None)
     return json.dumps(document, separators=(",", ":"))
+
+
+IDEMPOTENCY_TTL_SECONDS = 24 * 3600
+
+
+def idempotent(layer: Any, start: Any, serializer: Any, key_prefix: str) -> tuple[Any, Any]:
+    """(config, Powertools' idempotent_function around `start`): keyed by the payload's
+    `key` ([caller, Idempotency-Key]); its `request` is what a retry must repeat (else 422);
+    `serializer` stores the first answer's ids and rebuilds the answer from them."""
+    from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
+
+    config = IdempotencyConfig(
+        event_key_jmespath="key",
+        payload_validation_jmespath="request",
+        expires_after_seconds=IDEMPOTENCY_TTL_SECONDS,
+    )
+    wrapped = idempotent_function(
+        start,
+        data_keyword_argument="request",
+        persistence_store=layer,
+        config=config,
+        output_serializer=serializer,
+        key_prefix=key_prefix,
+    )
+    return config, wrapped

@@ -32,15 +32,11 @@ def _idempotent_start(layer: Any, ctx: Any) -> Callable[..., Any]:
     and a retry gets the first workflow run (its current view), not a second one."""
     global _starter
     if _starter is None or _starter[0] is not layer:
-        from aws_lambda_powertools.utilities.idempotency import (
-            IdempotencyConfig,
-            idempotent_function,
-        )
         from aws_lambda_powertools.utilities.idempotency.serialization.base import (
             BaseIdempotencySerializer,
         )
 
-        from handlers.api import IDEMPOTENCY_TTL_SECONDS
+        from handlers.api_requests import idempotent
 
         class FirstRun(BaseIdempotencySerializer):
             def to_dict(self, data: Any) -> dict[str, Any]:
@@ -53,19 +49,7 @@ def _idempotent_start(layer: Any, ctx: Any) -> Callable[..., Any]:
             asked = request["request"]
             return workflows().start(asked["workflow"], asked["input"])
 
-        config = IdempotencyConfig(
-            event_key_jmespath="key",
-            payload_validation_jmespath="request",
-            expires_after_seconds=IDEMPOTENCY_TTL_SECONDS,
-        )
-        start = idempotent_function(
-            start_once,
-            data_keyword_argument="request",
-            persistence_store=layer,
-            config=config,
-            output_serializer=FirstRun(),
-            key_prefix="StartWorkflowRun",
-        )
+        config, start = idempotent(layer, start_once, FirstRun(), "StartWorkflowRun")
         _starter = (layer, config, start)
     if hasattr(ctx, "get_remaining_time_in_millis"):
         _starter[1].register_lambda_context(ctx)  # an in-progress record expires with the call
