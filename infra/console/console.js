@@ -167,6 +167,21 @@ function onEvent(event) {
     case "child_run_started":
       add("step", `↳ asking ${d.agent}`);
       break;
+    case "child_run_finished":
+      add(`tool ${d.status === "succeeded" ? "" : "failed"}`, `${d.status === "succeeded" ? "✓" : "✗"} ask_${d.agent} · ${d.status}`);
+      break;
+    case "escalation":
+      add("step", `⇠ ${d.from} asks ${d.to} for help${d.reason ? " · " + d.reason : ""}`);
+      break;
+    case "intent_matched":
+      add("step", `intent ${d.intent} → ${d.then}`);
+      break;
+    case "context_compacted":
+      add("step", `context compacted · ${d.before} → ${d.after} tokens`);
+      break;
+    case "hook_decision":
+      if (d.decision !== "allow" || d.error) add("person", `hook ${d.event}: ${d.decision}${d.reason ? " · " + d.reason : ""}`);
+      break;
     case "run_completed":
     case "run_failed":
       add(`end ${event.type === "run_failed" ? "failed" : ""}`, event.type === "run_failed" ? `✗ ${d.error_code}: ${d.error_message}` : `✓ succeeded in ${d.turns_used} turns`);
