@@ -108,6 +108,7 @@ class OpenAIChatModel(HttpModel[OpenAIConfig]):
     openai_compatible."""
 
     _limit: str | None = None  # the token-limit field, once a rejection has decided it
+    _usage_option = True  # stream_options.include_usage, until a server rejects it
 
     def _endpoint(self, key: str | None) -> tuple[str, dict[str, str]]:
         config = self._config
@@ -161,11 +162,29 @@ class OpenAIChatModel(HttpModel[OpenAIConfig]):
             answer = await post_json(self._client, self._config.provider, url, body=body, **where)
             return self._parse(answer)
         body["stream"] = True
-        body["stream_options"] = {"include_usage": True}  # usage comes in a last chunk
-        return await self._read_stream(
-            post_stream(self._client, self._config.provider, url, body=body, **where),
-            request.on_text,
-        )
+        if self._usage_option:
+            body["stream_options"] = {"include_usage": True}  # usage comes in a last chunk
+        try:
+            return await self._read_stream(
+                post_stream(self._client, self._config.provider, url, body=body, **where),
+                request.on_text,
+            )
+        except ModelError as exc:
+            # Older Azure API versions and some compatible servers reject the option
+            # ("Unrecognized request argument supplied: stream_options"): stream without it
+            # (no usage then, as those servers give none), once, remembered for the model.
+            if (
+                exc.status != 400
+                or "stream_options" not in str(exc)
+                or "stream_options" not in body
+            ):
+                raise
+            self._usage_option = False
+            del body["stream_options"]
+            return await self._read_stream(
+                post_stream(self._client, self._config.provider, url, body=body, **where),
+                request.on_text,
+            )
 
     async def _read_stream(
         self, events: AsyncIterator[SseEvent | dict[str, Any]], sink: TextSink

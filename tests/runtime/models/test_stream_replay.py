@@ -166,3 +166,29 @@ def test_a_connection_cut_midway_is_transient_and_a_server_that_ignores_stream_i
 def test_pieces_join_back() -> None:
     for text in ("", "a", "hello world", "x" * 101):
         assert "".join(pieces(text)) == text
+
+
+def test_a_server_that_rejects_stream_options_is_streamed_without_them_from_then_on() -> None:
+    """Older Azure API versions and some compatible servers refuse `stream_options`."""
+    recording = _named("openai__text")
+    once, request = replay(recording)
+    player = StreamReplay(recording, once.config)
+    bodies: list[dict[str, Any]] = []
+
+    def picky(wire: httpx.Request) -> httpx.Response:
+        body = json.loads(wire.content)
+        bodies.append(body)
+        if "stream_options" in body:
+            error = {"error": {"message": "Unrecognized request argument supplied: stream_options",
+                               "type": "invalid_request_error", "code": None}}  # fmt: skip
+            return httpx.Response(400, json=error)
+        return httpx.Response(200, headers={"content-type": "text/event-stream"},
+                              content=STREAMS["openai"](recording.body))  # fmt: skip
+
+    player._http_answer = picky  # type: ignore[method-assign]
+    model = player.model()
+    for _ in range(2):
+        answer = asyncio.run(model.request(replace(request, on_text=lambda text: None)))
+        assert answer.text == recording.expect["text"]
+    assert ["stream_options" in b for b in bodies] == [True, False, False]  # remembered
+    assert all(b["stream"] is True for b in bodies)
