@@ -129,6 +129,7 @@ class WebSocketPublisher:
             KeyConditionExpression="pk = :pk",
             ExpressionAttributeValues={":pk": {"S": watch_key(run_id)}},
             ProjectionExpression="sk",
+            ConsistentRead=True,  # a watch written just before this event must be seen
         )
         found = [item["sk"]["S"].removeprefix("CONN#") for item in answer.get("Items", [])]
         self._watchers[run_id] = (time.monotonic(), found)
