@@ -61,7 +61,6 @@ class LiveHub:
     def __init__(self) -> None:
         self._subscriptions: set[Subscription] = set()
         self._lock = threading.Lock()
-        self.closed = False
         self._recent: dict[str, dict[str, Any]] = {}  # run → what the console lists
 
     def recent(self, limit: int) -> list[dict[str, Any]]:
@@ -101,10 +100,6 @@ class LiveHub:
         with self._lock:
             self._subscriptions.discard(subscription)
 
-    def watchers(self, run_id: str) -> int:
-        with self._lock:
-            return sum(1 for s in self._subscriptions if s.run_id == run_id)
-
     def _publish(self, run_id: str, item: dict[str, Any]) -> None:
         with self._lock:
             subscriptions = list(self._subscriptions)
@@ -122,7 +117,6 @@ class LiveHub:
 
     def close(self) -> None:
         """Ends every watcher's stream (the server is stopping)."""
-        self.closed = True
         with self._lock:
             subscriptions = list(self._subscriptions)
         for subscription in subscriptions:

@@ -225,9 +225,8 @@ class BedrockConverseModel:
                 result["stopReason"] = event["messageStop"].get("stopReason")
             elif "metadata" in event:
                 result["usage"] = event["metadata"].get("usage") or {}
-        for index, text in inputs.items():
-            use = blocks.setdefault(index, {"toolUse": {}})["toolUse"]
-            use["input"] = _json_input(text)
+        for index, text in inputs.items():  # parsed as the one-shot input is (_parse)
+            blocks.setdefault(index, {"toolUse": {}})["toolUse"]["input"] = text
         content = [blocks[i] for i in sorted(blocks)]
         return {**result, "output": {"message": {"role": "assistant", "content": content}}}
 
@@ -256,19 +255,6 @@ class BedrockConverseModel:
             usage.get("outputTokens") or 0,
             self.model_id,
         )
-
-
-def _json_input(text: str) -> Any:
-    """A streamed toolUse input: its JSON text parsed, or the text itself when it does not
-    parse (ToolCall.from_json then tells the model, as for a one-shot answer)."""
-    import json
-
-    if not text.strip():
-        return {}
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
 
 
 def _mapped(exc: Any) -> ModelError:

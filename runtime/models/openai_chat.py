@@ -22,8 +22,14 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from runtime.errors import ModelError
-from runtime.messages import AssistantMessage, Message, ToolCall, ToolResultMessage, Usage
-from runtime.models.base import ModelRequest, ModelResponse, StopReason, result_text
+from runtime.messages import AssistantMessage, Message, ToolCall, ToolResultMessage
+from runtime.models.base import (
+    ModelRequest,
+    ModelResponse,
+    StopReason,
+    assemble_response,
+    result_text,
+)
 from runtime.models.failures import classify_http
 from runtime.models.http import HttpModel, post_json, post_stream
 from runtime.models.streaming import CallBuffer, SseEvent, TextSink, event_json, unstreamed
@@ -162,29 +168,22 @@ class OpenAIChatModel(HttpModel[OpenAIConfig]):
             answer = await post_json(self._client, self._config.provider, url, body=body, **where)
             return self._parse(answer)
         body["stream"] = True
-        if self._usage_option:
-            body["stream_options"] = {"include_usage": True}  # usage comes in a last chunk
-        try:
-            return await self._read_stream(
-                post_stream(self._client, self._config.provider, url, body=body, **where),
-                request.on_text,
-            )
-        except ModelError as exc:
-            # Older Azure API versions and some compatible servers reject the option
-            # ("Unrecognized request argument supplied: stream_options"): stream without it
-            # (no usage then, as those servers give none), once, remembered for the model.
-            if (
-                exc.status != 400
-                or "stream_options" not in str(exc)
-                or "stream_options" not in body
-            ):
-                raise
-            self._usage_option = False
-            del body["stream_options"]
-            return await self._read_stream(
-                post_stream(self._client, self._config.provider, url, body=body, **where),
-                request.on_text,
-            )
+        while True:
+            if self._usage_option:
+                body["stream_options"] = {"include_usage": True}  # usage in a last chunk
+            try:
+                return await self._read_stream(
+                    post_stream(self._client, self._config.provider, url, body=body, **where),
+                    request.on_text,
+                )
+            except ModelError as exc:
+                # Older Azure API versions and some compatible servers reject the option
+                # ("Unrecognized request argument supplied: stream_options"): stream without
+                # it (no usage then, as those servers give none), decided once per model.
+                if exc.status != 400 or "stream_options" not in str(exc) or not self._usage_option:
+                    raise
+                self._usage_option = False
+                del body["stream_options"]
 
     async def _read_stream(
         self, events: AsyncIterator[SseEvent | dict[str, Any]], sink: TextSink
@@ -265,15 +264,5 @@ class OpenAIChatModel(HttpModel[OpenAIConfig]):
         self, text: str | None, calls: list[ToolCall], finish: str | None, usage: dict[str, Any]
     ) -> ModelResponse:
         stop = _FINISH.get(finish or "", "end_turn")
-        if calls and stop == "end_turn":
-            stop = "tool_use"  # some compatible servers say "stop" even when calling tools
-        return ModelResponse(
-            text=text,
-            tool_calls=calls,
-            usage=Usage(
-                input_tokens=usage.get("prompt_tokens") or 0,
-                output_tokens=usage.get("completion_tokens") or 0,
-            ),
-            stop_reason=stop,
-            model_id=self.model_id,
-        )
+        inputs, outputs = usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0
+        return assemble_response([text or ""], calls, stop, inputs, outputs, self.model_id)
