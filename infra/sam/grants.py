@@ -36,7 +36,7 @@ THIS_STACKS_STATE_MACHINES = arn("states", f"stateMachine:{NAME_PREFIX}*")
 THIS_STACKS_EXECUTIONS = arn("states", f"execution:{NAME_PREFIX}*:*")
 
 
-def _allow(sid: str, action: str | list[str], resource: Any, **condition: Any) -> dict[str, Any]:
+def allow(sid: str, action: str | list[str], resource: Any, **condition: Any) -> dict[str, Any]:
     statement = {"Sid": sid, "Effect": "Allow", "Action": action, "Resource": resource}
     if condition:
         statement["Condition"] = condition
@@ -47,7 +47,7 @@ def _objects(*prefixes: str) -> list[dict[str, Any]]:
     return [sub(f"${{{BUCKET}.Arn}}/{prefix}*") for prefix in prefixes]
 
 
-def _leading_keys(*patterns: str) -> dict[str, Any]:
+def leading_keys(*patterns: str) -> dict[str, Any]:
     return {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": list(patterns)}}
 
 
@@ -57,7 +57,7 @@ def event_bus_arn(spec: AgentfnSpec) -> Any:
 
 
 def _put_events(spec: AgentfnSpec) -> dict[str, Any]:
-    return _allow("PublishRunEvents", "events:PutEvents", event_bus_arn(spec))
+    return allow("PublishRunEvents", "events:PutEvents", event_bus_arn(spec))
 
 
 def agent_storage_prefixes(spec: AgentfnSpec, agent: str) -> list[str]:
@@ -106,41 +106,41 @@ def agent_data_statements(spec: AgentfnSpec, agent: str) -> list[dict[str, Any]]
     tags = [agent_tag(a) for a in owned]
     listed = agent_storage_prefixes(spec, agent)
     statements = [
-        _allow(
+        allow(
             "TeamRunsAndSessions",
             ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem"],
             get_arn(TABLE),
-            **_leading_keys(*(f"RUN#{t}*" for t in tags), *(f"SES#{a}#*" for a in owned)),
+            **leading_keys(*(f"RUN#{t}*" for t in tags), *(f"SES#{a}#*" for a in owned)),
         ),
-        _allow(
+        allow(
             "TeamObjects",
             ["s3:GetObject", "s3:PutObject"],
             _objects(*(f"bodies/{t}" for t in tags), *(f"results/{t}" for t in tags), *listed),
         ),
-        _allow(
+        allow(
             "ListTeamPrefixes",
             "s3:ListBucket",
             get_arn(BUCKET),
             StringLike={"s3:prefix": [f"{prefix}*" for prefix in listed]},
         ),
         # A long run continues in a fresh execution; a child run starts in its agent's own.
-        _allow(
+        allow(
             "StartTeamStateMachines",
             "states:StartExecution",
             [arn("states", f"stateMachine:{agent_physical_name(a)}") for a in owned],
         ),
         # Resume a wait: its own (a decision beat the token), or a parent's (a child ended).
-        _allow("ResumeWaits", "states:SendTaskSuccess", "*"),
+        allow("ResumeWaits", "states:SendTaskSuccess", "*"),
         _put_events(spec),
     ]
     parents = [e for e in asking_entries(spec, agent) if e not in owned]
     if parents:
         statements.append(
-            _allow(
+            allow(
                 "ReadParentRuns",
                 "dynamodb:GetItem",
                 get_arn(TABLE),
-                **_leading_keys(*(f"RUN#{agent_tag(e)}*" for e in parents)),
+                **leading_keys(*(f"RUN#{agent_tag(e)}*" for e in parents)),
             )
         )
     return statements
@@ -150,26 +150,26 @@ def api_statements(spec: AgentfnSpec) -> list[dict[str, Any]]:
     """The API reads any run of this stack and records decisions; it starts, stops and
     inspects this stack's agents (by name pattern) and owns the Idempotency-Key records."""
     return [
-        _allow(
+        allow(
             "ReadRunsRecordDecisions",
             ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem"],
             get_arn(TABLE),
         ),
-        _allow(
+        allow(
             "IdempotencyRecords",
             ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"],
             get_arn(IDEMPOTENCY_TABLE),
         ),
-        _allow("ReadRunObjects", "s3:GetObject", _objects("bodies/", "results/", "tool-cache/")),
-        _allow("WriteRunBodies", "s3:PutObject", _objects("bodies/")),
-        _allow("RunAgentsInline", "lambda:InvokeFunction", THIS_STACKS_FUNCTIONS),
-        _allow("StartAgentStateMachines", "states:StartExecution", THIS_STACKS_STATE_MACHINES),
-        _allow(
+        allow("ReadRunObjects", "s3:GetObject", _objects("bodies/", "results/", "tool-cache/")),
+        allow("WriteRunBodies", "s3:PutObject", _objects("bodies/")),
+        allow("RunAgentsInline", "lambda:InvokeFunction", THIS_STACKS_FUNCTIONS),
+        allow("StartAgentStateMachines", "states:StartExecution", THIS_STACKS_STATE_MACHINES),
+        allow(
             "ManageAgentExecutions",
             ["states:StopExecution", "states:DescribeExecution"],
             THIS_STACKS_EXECUTIONS,
         ),
-        _allow("ResumeWaitingRuns", ["states:SendTaskSuccess", "states:SendTaskFailure"], "*"),
+        allow("ResumeWaitingRuns", ["states:SendTaskSuccess", "states:SendTaskFailure"], "*"),
         _put_events(spec),
     ]
 
@@ -180,25 +180,25 @@ def sweeper_statements(spec: AgentfnSpec) -> list[dict[str, Any]]:
     its session's run marker (`SES#…`, the run's final status) in one transaction, so
     PutItem covers both partitions; GetItem needs run heads only."""
     return [
-        _allow(
+        allow(
             "FindStalledRuns",
             "dynamodb:Query",
             sub(f"${{{TABLE}.Arn}}/index/{SWEEP_INDEX}"),
         ),
-        _allow("ReadRunHeads", "dynamodb:GetItem", get_arn(TABLE), **_leading_keys("RUN#*")),
-        _allow(
+        allow("ReadRunHeads", "dynamodb:GetItem", get_arn(TABLE), **leading_keys("RUN#*")),
+        allow(
             "ResumeOrFailRuns",
             "dynamodb:PutItem",
             get_arn(TABLE),
-            **_leading_keys("RUN#*", "SES#*"),
+            **leading_keys("RUN#*", "SES#*"),
         ),
-        _allow(
-            "ReadRunMessages", "dynamodb:Query", get_arn(TABLE), **_leading_keys("RUN#*", "SES#*")
+        allow(
+            "ReadRunMessages", "dynamodb:Query", get_arn(TABLE), **leading_keys("RUN#*", "SES#*")
         ),
-        _allow("ReadRunObjects", "s3:GetObject", _objects("bodies/", "results/")),
-        _allow("InspectAgentExecutions", "states:DescribeExecution", THIS_STACKS_EXECUTIONS),
-        _allow("RestartAgentStateMachines", "states:StartExecution", THIS_STACKS_STATE_MACHINES),
-        _allow("ResumeWaitingRuns", "states:SendTaskSuccess", "*"),
+        allow("ReadRunObjects", "s3:GetObject", _objects("bodies/", "results/")),
+        allow("InspectAgentExecutions", "states:DescribeExecution", THIS_STACKS_EXECUTIONS),
+        allow("RestartAgentStateMachines", "states:StartExecution", THIS_STACKS_STATE_MACHINES),
+        allow("ResumeWaitingRuns", "states:SendTaskSuccess", "*"),
         _put_events(spec),
     ]
 
@@ -208,4 +208,4 @@ def state_machine_statements(spec: AgentfnSpec, agent: str) -> list[dict[str, An
     the next agent's function (SAM's LambdaInvokePolicy would grant `function:NAME*`, a
     prefix that also matches other agents whose name starts with this one's)."""
     functions = [get_arn(agent_function_id(member)) for member in handoff_paths(spec, agent)]
-    return [_allow("InvokeTeamFunctions", "lambda:InvokeFunction", functions)]
+    return [allow("InvokeTeamFunctions", "lambda:InvokeFunction", functions)]

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from infra.sam.data import TABLE
+from infra.sam.grants import allow, leading_keys
 from infra.sam.intrinsics import arn, get_arn, ref, sub
 from runtime.spec import AgentfnSpec
 
@@ -99,17 +100,13 @@ def resources(spec: AgentfnSpec) -> dict[str, Any]:
 
 
 def _live_function_statements() -> list[dict[str, Any]]:
-    watches = {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["WATCH#*", "CONN#*"]}}
-    heads = {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["RUN#*"]}}
+    table = get_arn(TABLE)
     return [
-        {"Sid": "KeepWatches", "Effect": "Allow",
-         "Action": ["dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:Query"],
-         "Resource": get_arn(TABLE), "Condition": watches},
-        {"Sid": "ReadRunsWatched", "Effect": "Allow",
-         "Action": ["dynamodb:GetItem", "dynamodb:Query"],
-         "Resource": get_arn(TABLE), "Condition": heads},
-        {"Sid": "AnswerWatchers", "Effect": "Allow", "Action": "execute-api:ManageConnections",
-         "Resource": _connections_arn()},
+        allow("KeepWatches", ["dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:Query"],
+              table, **leading_keys("WATCH#*", "CONN#*")),
+        allow("ReadRunsWatched", ["dynamodb:GetItem", "dynamodb:Query"], table,
+              **leading_keys("RUN#*")),
+        allow("AnswerWatchers", "execute-api:ManageConnections", _connections_arn()),
     ]  # fmt: skip
 
 
@@ -119,14 +116,11 @@ def agent_environment() -> dict[str, Any]:
 
 def agent_statements(tags: list[str]) -> list[dict[str, Any]]:
     """Post to the watchers of the runs it advances; forget a watcher that is gone."""
-    watches = {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"WATCH#{t}*" for t in tags]}}
+    watches = leading_keys(*(f"WATCH#{t}*" for t in tags))
     return [
-        {"Sid": "FindWatchers", "Effect": "Allow",
-         "Action": ["dynamodb:Query", "dynamodb:DeleteItem"],
-         "Resource": get_arn(TABLE), "Condition": watches},
-        {"Sid": "PostToWatchers", "Effect": "Allow", "Action": "execute-api:ManageConnections",
-         "Resource": _connections_arn()},
-    ]  # fmt: skip
+        allow("FindWatchers", ["dynamodb:Query", "dynamodb:DeleteItem"], get_arn(TABLE), **watches),
+        allow("PostToWatchers", "execute-api:ManageConnections", _connections_arn()),
+    ]
 
 
 def outputs() -> dict[str, Any]:

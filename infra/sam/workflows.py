@@ -17,17 +17,11 @@ from infra.naming import (
 )
 from infra.sam import workflow_asl
 from infra.sam.data import BUCKET, TABLE
+from infra.sam.grants import allow
 from infra.sam.intrinsics import arn, get_arn, sub
 from runtime.naming import agent_tag
 from runtime.spec import AgentfnSpec
 from runtime.workflows.records import workflow_tag
-
-
-def _allow(sid: str, action: str | list[str], resource: Any, **condition: Any) -> dict[str, Any]:
-    statement = {"Sid": sid, "Effect": "Allow", "Action": action, "Resource": resource}
-    if condition:
-        statement["Condition"] = condition
-    return statement
 
 
 def workflow_statements(spec: AgentfnSpec, workflow: str) -> list[dict[str, Any]]:
@@ -36,24 +30,24 @@ def workflow_statements(spec: AgentfnSpec, workflow: str) -> list[dict[str, Any]
     keys = [f"WF#{workflow_tag(workflow)}*", *(f"RUN#{t}*" for t in tags)]
     keys += [f"SES#{a}#*" for a in agents]
     return [
-        _allow(
+        allow(
             "StepRunsAndWorkflowRuns",
             ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem"],
             get_arn(TABLE),
             **{"ForAllValues:StringLike": {"dynamodb:LeadingKeys": keys}},
         ),
-        _allow(
+        allow(
             "StepRunObjects",
             ["s3:GetObject", "s3:PutObject"],
             [sub(f"${{{BUCKET}.Arn}}/{kind}/{t}*") for t in tags for kind in ("bodies", "results")],
         ),
-        _allow(
+        allow(
             "StartStepRuns",
             "states:StartExecution",
             [arn("states", f"stateMachine:{agent_physical_name(a)}") for a in agents],
         ),
         # Resume a step's wait when its run ended before the token was kept.
-        _allow("ResumeStepWaits", "states:SendTaskSuccess", "*"),
+        allow("ResumeStepWaits", "states:SendTaskSuccess", "*"),
     ]
 
 
@@ -80,7 +74,7 @@ def workflow_state_machine(spec: AgentfnSpec, workflow: str) -> dict[str, Any]:
         "Policies": [
             {
                 "Statement": [
-                    _allow("InvokeWorkflowFunction", "lambda:InvokeFunction", get_arn(function_id))
+                    allow("InvokeWorkflowFunction", "lambda:InvokeFunction", get_arn(function_id))
                 ]
             }
         ],
