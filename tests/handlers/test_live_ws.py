@@ -83,6 +83,7 @@ def _engine(clients: Any) -> tuple[Engine, WebSocketPublisher]:
 def test_a_watcher_gets_every_event_once_and_the_text_in_batches(aws: Any) -> None:
     engine, publisher = _engine(aws)
     head = engine.start("a", "where is ORD-1?")
+    publisher.flush()  # run_started is delivered (to no one) before anyone subscribes
     assert handlers.live.handler(ws_event("$connect", "early"), None) == {"statusCode": 200}
     handlers.live.handler(ws_event("subscribe", "early", {"action": "subscribe", "run_id": head.run_id}), None)  # fmt: skip
     head = asyncio.run(engine.advance(head.run_id))
@@ -105,6 +106,7 @@ def test_a_watcher_gets_every_event_once_and_the_text_in_batches(aws: Any) -> No
 def test_unsubscribe_disconnect_and_bad_messages(aws: Any) -> None:
     engine, publisher = _engine(aws)
     head = engine.start("a", "where is ORD-1?")
+    publisher.flush()  # run_started is delivered (to no one) before anyone subscribes
     sub = {"action": "subscribe", "run_id": head.run_id}
     for connection in ("leaves", "drops"):
         handlers.live.handler(ws_event("subscribe", connection, sub), None)
@@ -128,6 +130,7 @@ def test_unsubscribe_disconnect_and_bad_messages(aws: Any) -> None:
 def test_a_gone_connection_loses_its_watch(aws: Any) -> None:
     engine, publisher = _engine(aws)
     head = engine.start("a", "where is ORD-1?")
+    publisher.flush()  # run_started is delivered (to no one) before anyone subscribes
     handlers.live.handler(ws_event("subscribe", "gone", {"action": "subscribe", "run_id": head.run_id}), None)  # fmt: skip
 
     def gone(request: Any, **_: Any) -> Any:
