@@ -12,25 +12,21 @@ understood is answered on the connection with `{"type": "error", "error_message"
 from __future__ import annotations
 
 import json
-import logging
 import os
 import time
 from typing import Any
 
 CONNECTION_SECONDS = 2 * 3600  # API Gateway closes a WebSocket connection after 2 hours
 MAX_CATCH_UP = 1000  # events sent on subscribing; older ones are on GET …/events
-
-log = logging.getLogger("agentfn.live")
 _clients: dict[str, Any] = {}
 
 
 def _client(name: str, **options: Any) -> Any:
-    key = name + json.dumps(options, sort_keys=True)
-    if key not in _clients:
-        import boto3
+    """One client per service and options for the container, made on first use."""
+    from handlers.clients import LazyClient
 
-        _clients[key] = boto3.client(name, **options)
-    return _clients[key]
+    key = name + json.dumps(options, sort_keys=True)
+    return _clients.setdefault(key, LazyClient(name, **options))
 
 
 def _management(event: dict[str, Any]) -> Any:
