@@ -8,6 +8,7 @@ AWS of `agentfn run`/`dev` emulates neither, so locally the runner always answer
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 from collections.abc import Callable
@@ -36,13 +37,9 @@ def code_execute_tool(
     lambda_client: Callable[[], Any],
     agentcore_client: Callable[[], Any] | None = None,
 ) -> FunctionTool:
-    clients: dict[str, Any] = {}
-
-    def agentcore() -> Any:
-        if "agentcore" not in clients:
-            make = agentcore_client or (lambda: _agentcore_client(settings))
-            clients["agentcore"] = make()
-        return clients["agentcore"]
+    @functools.cache
+    def agentcore() -> Any:  # made on the first AgentCore call, then reused
+        return agentcore_client() if agentcore_client else _agentcore_client(settings)
 
     async def execute(arguments: dict[str, Any], ctx: ToolContext) -> Any:
         from runtime.tools.sandbox.runner import run_code
