@@ -17,7 +17,7 @@ class SpecModel(BaseModel):
     """Base of every spec section: unknown keys are errors, not silently ignored, and no
     number is infinite or NaN (neither has a JSON form nor a meaning as a bound)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, defer_build=True)
 
 
 class RetrySettings(SpecModel):

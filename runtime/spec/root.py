@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Any, Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
@@ -176,8 +178,18 @@ class AgentfnSpec(SpecModel):
 
     def spec_hash(self) -> str:
         """A stable hash of everything a run's behaviour depends on (recorded on each run)."""
-        canonical = json.dumps(self.to_compiled(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+        return self._digest
+
+    @cached_property
+    def _digest(self) -> str:
+        """Once per spec: every run start asks, and it dumps the whole spec (equality
+        ignores it, as it does every cached property)."""
+        return compiled_hash(self.to_compiled())
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        copy = super().model_copy(update=update, deep=deep)
+        copy.__dict__.pop("_digest", None)  # a copy may differ: hashed afresh when asked
+        return copy
 
     def model_for(self, agent: str) -> str:
         name = self.agents[agent].model or self.defaults.model
@@ -185,7 +197,18 @@ class AgentfnSpec(SpecModel):
         return name
 
 
+def compiled_hash(compiled: dict[str, object]) -> str:
+    canonical = json.dumps(compiled, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
 def load_compiled(path: str | Path) -> AgentfnSpec:
-    """Load the compiled spec JSON written by `agentfn build` (fast: no YAML, no checks)."""
+    """Load the compiled spec JSON written by `agentfn build`: no YAML, and no validation
+    (runtime.spec.trusted: it was validated at build time), so no pydantic model is built
+    at a cold start. Its hash is the JSON's, which is what `to_compiled()` would give."""
+    from runtime.spec.trusted import construct
+
     data = json.loads(Path(path).read_text(encoding="utf-8"))
-    return AgentfnSpec.model_validate(data)
+    spec = construct(AgentfnSpec, data)
+    spec.__dict__["_digest"] = compiled_hash(data)  # what to_compiled() would give
+    return spec
