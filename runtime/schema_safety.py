@@ -18,10 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from runtime.regex_safety import Budget, regex_problem
+if TYPE_CHECKING:
+    from runtime.regex_safety import Budget
 
 SchemaPath = tuple[str | int, ...]
 
@@ -51,7 +52,15 @@ class SchemaProblem:
 def schema_problems(schema: Any, budget: Budget | None = None) -> list[SchemaProblem]:
     """Every reason above, each where it is written in the schema. `budget` bounds the
     pattern analysis across calls (one per spec at build time)."""
-    budget = budget or Budget()
+    budgets = [budget] if budget else []
+
+    def regex_problem(pattern: str) -> str | None:
+        from runtime.regex_safety import Budget, regex_problem  # paid for by patterns only
+
+        if not budgets:
+            budgets.append(Budget())
+        return regex_problem(pattern, budgets[0])
+
     problems: list[SchemaProblem] = []
     targets: dict[SchemaPath, SchemaPath] = {}  # where a $ref is written → what it names
     for path, node, base in _schemas(schema, (), ()):
@@ -75,11 +84,11 @@ def schema_problems(schema: Any, budget: Budget | None = None) -> list[SchemaPro
             else:
                 targets[path] = target
         pattern = node.get("pattern")
-        if isinstance(pattern, str) and (reason := regex_problem(pattern, budget)):
+        if isinstance(pattern, str) and (reason := regex_problem(pattern)):
             problems.append(SchemaProblem((*path, "pattern"), reason))
         keys = node.get("patternProperties")
         for key in keys if isinstance(keys, dict) else ():
-            if isinstance(key, str) and (reason := regex_problem(key, budget)):
+            if isinstance(key, str) and (reason := regex_problem(key)):
                 problems.append(SchemaProblem((*path, "patternProperties", key), reason))
     problems.extend(_loops(schema, targets))
     return problems

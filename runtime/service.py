@@ -229,7 +229,7 @@ class RunService(Executions, TeamOrchestration):
 
         loaded = self.engine.store.load_head(run_id)
         logs.bind_head(loaded)  # the run's keys on every log line of this advance (deployed)
-        head = asyncio.run(self.engine.advance(run_id, budget))
+        head = asyncio.run(self.engine.advance(run_id, budget, loaded))
         if head.status != loaded.status:
             self.notify(head)
         return head

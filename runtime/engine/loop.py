@@ -138,14 +138,18 @@ class Engine(Interventions):
         head = self.start(agent, text, session_id)
         return await self.advance(head.run_id)
 
-    async def advance(self, run_id: str, budget_seconds: float | None = None) -> RunHead:
+    async def advance(
+        self, run_id: str, budget_seconds: float | None = None, head: RunHead | None = None
+    ) -> RunHead:
         """Advance until the run finishes, pauses, or the time budget is spent.
 
         The budget bounds everything the advance waits for: a model call still in flight
         when it runs out is dropped (it is asked again later, nothing was committed), and a
         tool call starts only if its timeout fits in what is left (a started tool is never
-        abandoned half way). The run is then released for the next invocation."""
-        head = self.store.load_head(run_id)
+        abandoned half way). The run is then released for the next invocation. `head`: the
+        run's head as just read by the caller (one read fewer; taking the lease checks it
+        is still the current one)."""
+        head = head or self.store.load_head(run_id)
         if head.status not in ("running", "awaiting_children"):
             return head
         if self.scope is not None and head.active_agent != self.scope:
