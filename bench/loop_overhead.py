@@ -109,7 +109,11 @@ def memory_figures(tool: str) -> dict[int, dict[str, float]]:
         turns = per_turn[best]
         first = statistics.median(turns[:10])
         last = statistics.median(turns[-10:])
-        figures[n] = {"ms_per_turn": min(totals) * 1000, "first10_ms": first * 1000, "last10_ms": last * 1000}
+        figures[n] = {
+            "ms_per_turn": min(totals) * 1000,
+            "first10_ms": first * 1000,
+            "last10_ms": last * 1000,
+        }
     return figures
 
 
@@ -163,7 +167,10 @@ def import_figures() -> dict[str, float]:
 
 def main() -> None:
     print("agentfn loop benchmark (best of", REPEATS, "runs per size)\n")
-    for tool, label in (("anoop", "an async tool"), ("noop", "a sync tool (run in a worker thread)")):
+    for tool, label in (
+        ("anoop", "an async tool"),
+        ("noop", "a sync tool (run in a worker thread)"),
+    ):
         memory = memory_figures(tool)
         print(f"in-memory store, scripted model, 1 call per turn of {label}")
         print(f"{'N':>5} {'ms/turn':>9} {'turns 1-10':>11} {'last 10':>9} {'ratio':>6}")
