@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
-from collections.abc import Mapping
 from typing import Any, Literal, Self
 
 from pydantic import Field, field_validator, model_validator
