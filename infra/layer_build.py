@@ -11,7 +11,8 @@ it writes is the bytecode the functions load. It uses the standard library only.
 The function code keeps its sources (tracebacks show the lines) next to `__pycache__`
 bytecode marked `unchecked-hash`: the zip does not keep file times exactly, and a timestamp
 check would make Python compile every module again on each cold start (where it cannot
-write the result: the package is read-only).
+write the result: the package is read-only). All bytecode, the layers' too, is compiled
+without the column tables (`-X no_debug_ranges`, see `_compile`): a fifth smaller.
 
 A layer is installed with pip for the functions' platform (Amazon Linux's glibc, the
 architecture, the Python version: wheels only), without what the layers beneath it already
@@ -22,18 +23,14 @@ files nothing at run time reads (`prune`).
 
 from __future__ import annotations
 
-import compileall
 import json
 import os
-import py_compile
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
-
-UNCHECKED = py_compile.PycInvalidationMode.UNCHECKED_HASH
 
 
 def build_code(artifacts: Path, names: list[str], source: Path = Path(".")) -> None:
@@ -46,8 +43,9 @@ def build_code(artifacts: Path, names: list[str], source: Path = Path(".")) -> N
             shutil.copytree(path, artifacts / name, ignore=ignore, dirs_exist_ok=True)
         elif path.exists():
             shutil.copy2(path, artifacts / name)
-    if not compileall.compile_dir(str(artifacts), quiet=1, invalidation_mode=UNCHECKED):
-        raise SystemExit("the function code does not compile")
+    compiled = _compile(artifacts)
+    if compiled.returncode != 0:
+        raise SystemExit(f"the function code does not compile:\n{compiled.stdout}")
 
 
 def pip_platform_args(config: dict[str, object]) -> list[str]:
@@ -135,10 +133,20 @@ def compile_sourceless(target: Path) -> None:
     that does not compile (a test fixture, say) keeps its source."""
     for cache in list(target.rglob("__pycache__")):
         shutil.rmtree(cache)
-    compileall.compile_dir(str(target), quiet=2, legacy=True, invalidation_mode=UNCHECKED)
+    _compile(target, legacy=True)
     for source in target.rglob("*.py"):
         if source.with_suffix(".pyc").exists():
             source.unlink()
+
+
+def _compile(target: Path, *, legacy: bool = False) -> subprocess.CompletedProcess[str]:
+    """compileall of `target` into `unchecked-hash` bytecode (`legacy`: beside the sources,
+    `module.pyc`), by an interpreter run with `-X no_debug_ranges`: the bytecode leaves out
+    the column of every instruction, a fifth of its size zipped. Tracebacks keep the file,
+    the line and (where the source ships) its text, without the `^^^` under the expression."""
+    command = [sys.executable, "-X", "no_debug_ranges", "-m", "compileall", "-q"]
+    command += ["--invalidation-mode", "unchecked-hash", *(["-b"] if legacy else []), str(target)]
+    return subprocess.run(command, capture_output=True, text=True)
 
 
 def build_layer(artifacts: Path, folder: Path = Path(".")) -> None:
