@@ -1,9 +1,7 @@
 """Agent configurations: what an agent may use, how long it may run, who must approve what."""
 
-from __future__ import annotations
-
 import string
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import BeforeValidator, Field, WithJsonSchema, field_validator, model_validator
 
@@ -122,7 +120,7 @@ class Intent(SpecModel):
     description: str | None = Field(None, description="Shown by list_intents_available.")
 
     @model_validator(mode="after")
-    def _one_target(self) -> Intent:
+    def _one_target(self) -> Self:
         if not self.phrases and self.pattern is None:
             raise ValueError("an intent needs `phrases` or `pattern`")
         targets = [t for t in (self.answer, self.tool, self.agent) if t is not None]

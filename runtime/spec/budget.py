@@ -1,7 +1,5 @@
 """Prices and budgets: what a model costs, and what a run or a session may spend."""
 
-from __future__ import annotations
-
 from pydantic import Field
 
 from runtime.spec.models import SpecModel

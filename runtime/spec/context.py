@@ -1,7 +1,5 @@
 """How a run's prompt is kept inside its model's context window (runtime.engine.context)."""
 
-from __future__ import annotations
-
 from pydantic import Field
 
 from runtime.spec.models import SpecModel

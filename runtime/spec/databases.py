@@ -1,9 +1,7 @@
 """Databases the built-in `database_query` / `database_write` tools reach, and what each
 agent may touch in them (tables named one by one: nothing is reachable by default)."""
 
-from __future__ import annotations
-
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Self
 
 from pydantic import Field, StringConstraints, model_validator
 
@@ -50,7 +48,7 @@ class DatabaseAccess(SpecModel):
     )
 
     @model_validator(mode="after")
-    def _writable_are_readable(self) -> DatabaseAccess:
+    def _writable_are_readable(self) -> Self:
         missing = [t for t in self.write if t.lower() not in {r.lower() for r in self.read}]
         if missing:
             raise ValueError(f"write tables must also be in read: {', '.join(missing)}")

@@ -4,8 +4,6 @@ Used by the engine (what a run depends on) and by the template emitter (what an 
 function may call), so both always agree on an agent's reach.
 """
 
-from __future__ import annotations
-
 from runtime.spec.root import AgentfnSpec
 
 

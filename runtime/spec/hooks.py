@@ -15,10 +15,8 @@ asked, with the same JSON payload, and answer `allow`, `deny` or `modify`
 handlers inside the tools package, regexes safe to run) are checked by `agentfn validate`.
 """
 
-from __future__ import annotations
-
 import re
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self
 
 from pydantic import (
     BeforeValidator,
@@ -103,7 +101,7 @@ class HookRule(SpecModel):
         return value
 
     @model_validator(mode="after")
-    def _one_action(self) -> HookRule:
+    def _one_action(self) -> Self:
         if (self.then is None) == (self.else_ is None):
             raise ValueError(
                 "a rule needs exactly one of `then: deny` (deny when the condition holds) "
@@ -132,7 +130,7 @@ class _HookBase(SpecModel):
     match: Selectors | None = None
 
     @model_validator(mode="after")
-    def _fits_event(self) -> _HookBase:
+    def _fits_event(self) -> Self:
         if self.match is not None and self.event not in TOOL_EVENTS:
             raise ValueError(
                 f"`match` selects tools: it applies to pre_tool_use and post_tool_use hooks, "
@@ -148,7 +146,7 @@ class RuleHook(_HookBase):
     rules: list[HookRule] = Field(min_length=1)
 
     @model_validator(mode="after")
-    def _rules_can_block(self) -> RuleHook:
+    def _rules_can_block(self) -> Self:
         if self.event not in BLOCKING_EVENTS:
             raise ValueError(
                 f"a rule hook can only deny, and {self.event} hooks cannot block: use it on "
@@ -168,7 +166,7 @@ class _AskedHook(_HookBase):
     )
 
     @model_validator(mode="after")
-    def _deny_needs_blocking(self) -> _AskedHook:
+    def _deny_needs_blocking(self) -> Self:
         if self.on_error == "deny" and self.event not in BLOCKING_EVENTS:
             raise ValueError(f"{self.event} hooks cannot block, so `on_error: deny` cannot apply")
         return self
@@ -225,7 +223,7 @@ class LambdaHook(_AskedHook):
 HookConfig = Annotated[RuleHook | HttpHook | PythonHook | LambdaHook, Field(discriminator="type")]
 
 
-def agent_hooks(spec: AgentfnSpec, agent: str) -> list[tuple[str, HookConfig]]:
+def agent_hooks(spec: "AgentfnSpec", agent: str) -> list[tuple[str, HookConfig]]:
     """The hooks that apply to `agent`, in order (top level, defaults, the agent; each in
     file order), with the key path that names each in events and warnings."""
     hooks: list[tuple[str, HookConfig]] = [(f"hooks[{i}]", h) for i, h in enumerate(spec.hooks)]

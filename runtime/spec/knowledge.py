@@ -1,7 +1,5 @@
 """Knowledge bases the built-in `knowledge_search` tool searches."""
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 from pydantic import Field

@@ -4,9 +4,7 @@ The `scripted` provider's format is a contract (tests and demos depend on it): e
 `script` answers the *i*-th model call of a run, counted from the run's persisted history.
 """
 
-from __future__ import annotations
-
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, model_validator
 
@@ -158,7 +156,7 @@ class ScriptEntry(SpecModel):
     error: ScriptedError | None = None
 
     @model_validator(mode="after")
-    def _says_something(self) -> ScriptEntry:
+    def _says_something(self) -> Self:
         if self.text is None and not self.tool_calls and self.error is None:
             raise ValueError("a script entry needs `text`, `tool_calls` or `error`")
         return self

@@ -7,8 +7,6 @@ expressions, so its body does not grow per agent), and the alarms watch the whol
 per-agent alarm would spend two resources per agent of CloudFormation's 500).
 """
 
-from __future__ import annotations
-
 from pydantic import Field
 
 from runtime.spec.models import SpecModel

@@ -5,8 +5,6 @@ which is this model dumped to JSON: no YAML parser and no validation of referenc
 cold start, those happened at build time.
 """
 
-from __future__ import annotations
-
 import hashlib
 import json
 from collections.abc import Mapping
@@ -151,7 +149,7 @@ class AgentfnSpec(SpecModel):
         return value
 
     @model_validator(mode="after")
-    def _agent_compaction_over_defaults(self) -> AgentfnSpec:
+    def _agent_compaction_over_defaults(self) -> Self:
         """An agent's `compaction` changes only the keys it sets; the rest come from
         defaults.compaction. Resolved once here (all keys then set), so the compiled spec
         reloads to the same settings."""

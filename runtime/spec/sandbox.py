@@ -1,8 +1,6 @@
 """`code_execute`'s sandbox: its limits, and (deployed) the VPC without egress it runs in, or
 AgentCore Code Interpreter in its place."""
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field

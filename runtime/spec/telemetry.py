@@ -6,9 +6,8 @@ the OpenTelemetry GenAI conventions, exported over OTLP/HTTP to `otlp_endpoint`,
 `xray: true`, to AWS X-Ray's own OTLP endpoint from the deployed functions.
 """
 
-from __future__ import annotations
-
 import re
+from typing import Self
 
 from pydantic import Field, HttpUrl, field_validator, model_validator
 
@@ -70,7 +69,7 @@ class TelemetrySettings(SpecModel):
         return headers
 
     @model_validator(mode="after")
-    def _somewhere_to_send(self) -> TelemetrySettings:
+    def _somewhere_to_send(self) -> Self:
         if self.otlp_endpoint is None and not self.xray:
             raise ValueError("set otlp_endpoint, xray: true, or both")
         if self.headers and self.otlp_endpoint is None:

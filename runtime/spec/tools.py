@@ -6,10 +6,8 @@ same idempotency key, and an `at_most_once` one whose outcome is unknown after a
 reported as such instead of being run again. The default is the safe one, `at_most_once`.
 """
 
-from __future__ import annotations
-
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import Field, HttpUrl, field_validator, model_validator
 
@@ -173,7 +171,7 @@ class HttpMcpServer(_McpBase):
     oauth: McpOAuth | None = Field(None, description="OAuth 2 client credentials.")
 
     @model_validator(mode="after")
-    def _one_authorization(self) -> HttpMcpServer:
+    def _one_authorization(self) -> Self:
         if self.oauth is not None and any(h.lower() == "authorization" for h in self.headers):
             raise ValueError("set either oauth or an Authorization header, not both")
         return self

@@ -15,8 +15,6 @@ A union of models is decided by the members' `Literal` fields (every spec union 
 discriminated by one); anything it cannot decide is handed to pydantic for that value.
 """
 
-from __future__ import annotations
-
 import types
 from functools import cache
 from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin

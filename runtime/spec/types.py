@@ -4,8 +4,6 @@ Each type validates *and* documents itself in the JSON Schema, so an editor usin
 `schema/agents.schema.json` offers the same rules `agentfn validate` enforces.
 """
 
-from __future__ import annotations
-
 import math
 import re
 from typing import Annotated, Any

@@ -1,7 +1,5 @@
 """The web built-ins: the search provider behind `web_search`, and how `web_scrape` fetches."""
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field, HttpUrl

@@ -8,9 +8,7 @@ rendered from the workflow's input and earlier steps' results with a small templ
 Which references resolve is checked at validation (infra/workflow_checks.py).
 """
 
-from __future__ import annotations
-
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import Field, model_validator
 
@@ -61,7 +59,7 @@ class WorkflowStep(SpecModel):
     retries: int = Field(0, ge=0, le=5, description="Failed runs of the step started again.")
 
     @model_validator(mode="after")
-    def _one_kind(self) -> WorkflowStep:
+    def _one_kind(self) -> Self:
         kinds = [kind for kind in STEP_KINDS if getattr(self, kind) is not None]
         if len(kinds) != 1:
             listed = ", ".join(f"`{k}`" for k in STEP_KINDS)
@@ -93,7 +91,7 @@ class WorkflowConfig(SpecModel):
     steps: list[WorkflowStep] = Field(min_length=1, max_length=50)
 
     @model_validator(mode="after")
-    def _unique_ids(self) -> WorkflowConfig:
+    def _unique_ids(self) -> Self:
         seen: set[str] = set()
         for step in self.steps:
             if step.id in seen:
@@ -105,7 +103,7 @@ class WorkflowConfig(SpecModel):
         return list(dict.fromkeys(a for step in self.steps for a in step.agents()))
 
     @model_validator(mode="after")
-    def _fits_one_execution(self) -> WorkflowConfig:
+    def _fits_one_execution(self) -> Self:
         events = history_events(self)
         if events > HISTORY_BUDGET:
             raise ValueError(
