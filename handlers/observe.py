@@ -12,14 +12,7 @@ once at the end of every invocation (`invocation`), whatever the invocation did 
 
 Importing this module loads the standard library only; Powertools loads on the first
 invocation (the Logger) and the engine never waits for either.
-
-The first invocation of a container runs with the cyclic garbage collector paused
-(`_first_invocation`): it allocates hundreds of thousands of long-lived objects (Powertools,
-the engine's modules, the spec, botocore's service data, its clients) and almost no garbage,
-and CPython runs a collection every 700 new objects, the older generations re-scanning all of
-them: a tenth of a cold start, measured by bench/speed.py. Afterwards `gc.freeze()` moves
-what it built to the permanent generation, so no warm invocation's collection scans it again
-(it lives as long as the container).
+The first invocation of a container runs inside `handlers.coldstart.first_invocation`.
 """
 
 from __future__ import annotations
@@ -81,7 +74,9 @@ def invocation(context: Any, run_id: str | None = None) -> Iterator[Any]:
     global _cold
     with ExitStack() as first:
         if _cold:
-            first.enter_context(_first_invocation())
+            from handlers.coldstart import first_invocation
+
+            first.enter_context(first_invocation())
         from runtime.observability.logs import CONTEXT
 
         log = logger()
@@ -98,20 +93,6 @@ def invocation(context: Any, run_id: str | None = None) -> Iterator[Any]:
                 yield log
         finally:
             flush()
-
-
-@contextmanager
-def _first_invocation() -> Iterator[None]:
-    """The collector paused while the container builds what it keeps, which is then frozen
-    (see the module's docstring)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        if enabled:
-            gc.enable()
 
 
 def flush() -> None:
