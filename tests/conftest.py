@@ -1,10 +1,16 @@
-"""Shared fixtures: the two reference specs, validated once per session."""
+"""Shared fixtures: the two reference specs, validated once per session; and a differential
+check of the Lambda's spec loader on every spec any test validates."""
 
 from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from runtime.spec import AgentfnSpec
+from runtime.spec.trusted import construct
 from tests.helpers import DEMO_SPEC, FULL_SPEC, load_spec
 
 
@@ -16,3 +22,25 @@ def demo_spec() -> AgentfnSpec:
 @pytest.fixture(scope="session")
 def full_spec() -> AgentfnSpec:
     return load_spec(FULL_SPEC)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _every_spec_loads_in_lambda_as_validated() -> Iterator[None]:
+    """A function loads its compiled spec without validating it (runtime.spec.trusted). Every
+    spec a test validates, whatever it holds, must come back from its compiled JSON equal to
+    what validation gave: a kind of section the trusted load gets wrong fails the test that
+    first uses it."""
+    validate = AgentfnSpec.model_validate.__func__  # type: ignore[attr-defined]
+
+    def checked(cls: type[AgentfnSpec], obj: Any, *args: Any, **kwargs: Any) -> AgentfnSpec:
+        spec: AgentfnSpec = validate(cls, obj, *args, **kwargs)
+        compiled = json.loads(json.dumps(spec.to_compiled()))
+        assert construct(AgentfnSpec, compiled) == spec, (
+            "loaded from its compiled JSON without validation (runtime.spec.trusted), this "
+            "spec differs from its validation"
+        )
+        return spec
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(AgentfnSpec, "model_validate", classmethod(checked))
+        yield

@@ -5,14 +5,15 @@ and serializer are generated from its annotations: ~40 ms for the spec's 58 mode
 function only ever reads the compiled spec `agentfn build` wrote from a validated model.
 The spec models are declared with `defer_build`, and this module walks the compiled JSON
 along the models' field annotations, making each instance with `model_construct`. A model
-is built only if something later validates or dumps it (the API's schemas, `spec_hash` is
-not one of them: it is read from the same JSON).
+is built only if something later validates or dumps it; `spec_hash`, which dumps the whole
+spec, is read from the same JSON instead (runtime.spec.root.load_compiled).
 
 It trusts its input: a value of the wrong shape is not reported, it is kept as it is. The
-trust is earned at build time (`infra.validate`) and checked by tests that compare, for
-every spec the project ships and tests, this result with `AgentfnSpec.model_validate`.
-A union of models is decided by the members' `Literal` fields (every spec union is
-discriminated by one); anything it cannot decide is handed to pydantic for that value.
+trust is earned at build time (`infra.validate`) and checked by the tests: every spec any
+test validates is loaded this way too and must equal what validation gave (tests/conftest.py),
+and one spec holds every kind of section (tests/runtime/spec/test_trusted_load.py). A union
+of models is decided by the members' `Literal` fields (every spec union is discriminated by
+one); a value it cannot decide is handed to pydantic.
 """
 
 import types
