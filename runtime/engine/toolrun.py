@@ -129,9 +129,10 @@ def shape_output(
     if isinstance(output, RichOutput):
         text, full, failed = output.text, output.full, output.is_error
         images = [ImagePart(mime_type=i.mime_type, data=i.data) for i in output.images]
+        whole = text if full is None or isinstance(full, str) else render_output(full)
     else:
         text, full, failed = render_output(output), output, False
-    whole = text if full is None or isinstance(full, str) else render_output(full)
+        whole = text  # its text is its rendering: not rendered twice
     size = len(text)
     small = len(whole.encode()) <= INLINE_OUTPUT_BYTES
     full_ref: str | None = None
