@@ -17,6 +17,8 @@ Run:  .venv/bin/python bench/speed.py [--quick] [--no-sam]    (after `python3 sc
    once (all succeed, p95 < 10 s), a demo run after 1,000 runs as fast as after one, memory.
 5. k read-only sync tools of 0.2 s in one step: about 0.2 s for every k up to the agent's
    parallelism (default 16); before, asyncio's default pool (cpu_count + 4 threads).
+6. Framework time per turn in memory (bench/loop_overhead.py's runs): budget < 0.1 ms, and
+   flat in N (bench/turn_breakdown.py takes a turn apart).
 
 Needs pip's index for the dependencies (as `sam build` does). Figures vary by up to ±50% on
 shared machines; each is the best (or the median, where said) of several tries.
@@ -372,6 +374,22 @@ def sync_tools() -> None:
         print(f"  {k:>4} {ours:>10.2f}s {before:>21.2f}s{verdict}")
 
 
+# ---- 6. framework time per turn ------------------------------------------------------------
+
+
+def per_turn() -> None:
+    from loop_overhead import memory_figures
+
+    print("\n6. framework time per turn in memory (scripted model, async tool; best of 9)")
+    for n, figures in memory_figures("anoop").items():
+        ms, first, last = figures["ms_per_turn"], figures["first10_ms"], figures["last10_ms"]
+        row(f"N = {n}", f"{ms:.3f} ms", "< 0.1 ms", ms < 0.1)
+        if n >= 200:
+            row("  its last 10 turns vs its first 10 (median)", f"{last:.3f} / {first:.3f} ms",
+                "flat (≤ 1.2x)", last <= 1.2 * first)  # fmt: skip
+    print("  where a turn's time goes: .venv/bin/python bench/turn_breakdown.py")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer tries, 100 dev runs")
@@ -386,6 +404,7 @@ def main() -> None:
 
     dev_server(100 if args.quick else 1000)
     sync_tools()
+    per_turn()
 
 
 if __name__ == "__main__":
