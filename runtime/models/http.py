@@ -108,10 +108,22 @@ async def post_json(
             response = await client.post(url, json=body, headers=headers, timeout=timeout)
     except httpx.TransportError as exc:
         raise _unreachable(provider, exc, secret) from exc
-    status = response.status_code
     if not response.is_success:
-        message = error_message(response, secret)
-        raise classify_http(provider, status, message, response.headers, _json_body(response))
+        raise _refused(provider, response, secret)
+    return _json_object(provider, response, secret)
+
+
+def _refused(provider: str, response: httpx.Response, secret: str | None) -> ModelError:
+    """The error of a non-2xx answer (read whole), classified by its status and body."""
+    message = error_message(response, secret)
+    return classify_http(
+        provider, response.status_code, message, response.headers, _json_body(response)
+    )
+
+
+def _json_object(provider: str, response: httpx.Response, secret: str | None) -> dict[str, Any]:
+    """A 2xx answer's JSON object (read whole); anything else is a ModelError saying what."""
+    status = response.status_code
     try:
         answer = response.json()
     except ValueError:
@@ -154,22 +166,10 @@ async def post_stream(
         try:
             if not response.is_success:
                 await response.aread()
-                message = error_message(response, secret)
-                raise classify_http(
-                    provider, response.status_code, message, response.headers, _json_body(response)
-                )
+                raise _refused(provider, response, secret)
             if "text/event-stream" not in response.headers.get("content-type", ""):
-                await response.aread()
-                try:
-                    answer = response.json()
-                except ValueError:
-                    snippet = scrub(response.text, secret)[:200]
-                    raise ModelError(
-                        f"{provider} answered a stream request with {snippet!r}", provider=provider
-                    ) from None
-                if not isinstance(answer, dict):
-                    raise ModelError(f"{provider} answered with a JSON {type(answer).__name__}")
-                yield answer
+                await response.aread()  # one JSON document instead of a stream
+                yield _json_object(provider, response, secret)
                 return
             try:
                 async for event in sse_events(response.aiter_lines()):
