@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from speed_dev import wait_until_answering
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENTFN = [sys.executable, "-m", "infra.cli"]
@@ -141,12 +142,7 @@ def dev_server(spec: Path | None) -> Iterator[str]:
     process = subprocess.Popen(command, cwd=ROOT, env=_env(), **quiet)
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(300):
-            try:
-                if httpx.get(f"{url}/agents", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.1)
+        wait_until_answering(url, 30)
         yield url
     finally:
         process.send_signal(signal.SIGTERM)

@@ -40,6 +40,17 @@ def _memory_mb(pid: int) -> tuple[float, float]:
     return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
 
 
+def wait_until_answering(api: str, seconds: float) -> None:
+    """Until `agentfn dev` at `api` lists its agents (it is starting), or `seconds` pass."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{api}/agents", timeout=5).status_code == 200:
+                return
+        except httpx.HTTPError:
+            time.sleep(0.1)
+
+
 def demo_run(api: str, n: int = 0) -> tuple[float, str]:
     """Start one run (waiting inline, as the API does) and follow it to its end."""
     started = time.perf_counter()
@@ -108,12 +119,7 @@ def dev_server(runs: int) -> None:
     )
     api = f"http://127.0.0.1:{api_port}"
     try:
-        for _ in range(600):
-            try:
-                if httpx.get(f"{api}/agents", timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.1)
+        wait_until_answering(api, 60)
         for n in range(3):
             demo_run(api, n)  # warm: the containers, the engine's caches
         first = statistics.median(demo_run(api)[0] for _ in range(5))
