@@ -485,51 +485,69 @@ def idle_costs(template_path: Path) -> list[tuple[str, str, float]]:
 # --- output ---------------------------------------------------------------------------------
 
 
+def run_table(rows: list[dict[str, Any]], runs: int) -> str:
+    lines = [
+        f"Mean of {runs} runs each; USD, us-east-1.",
+        "",
+        "| run | turns | DynamoDB requests / write units / read units | state transitions "
+        "| Lambda invocations | AWS per run | per 1,000 runs | model tokens as Claude Sonnet 4 |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['scenario']} | {r['turns']:.0f} | {r['ddb_requests']:.0f} / "
+            f"{r['write_units']:.0f} / {r['read_units']:.1f} | {r['transitions']:.0f} | "
+            f"{r['lambda_invokes']:.0f} | ${r['total']:.6f} | ${r['total'] * 1000:.2f} | "
+            f"${r['model']:.4f} |"
+        )
+    services = list(rows[0]["cost"])
+    lines += ["", "Per 1,000 runs, by service:", ""]
+    lines.append("| run | " + " | ".join(s.replace("_", " ") for s in services) + " |")
+    lines.append("| --- |" + " ---: |" * len(services))
+    for r in rows:
+        cells = " | ".join(f"${r['cost'][s] * 1000:.3f}" for s in services)
+        lines.append(f"| {r['scenario']} | {cells} |")
+    return "\n".join(lines)
+
+
+def idle_table(idle: list[tuple[str, str, float]]) -> str:
+    lines = ["| what | why | USD a month |", "| --- | --- | ---: |"]
+    for what, why, usd in idle:
+        lines.append(f"| {what} | {why} | ${usd:.2f} |")
+    lines.append(f"| **total** | | **${sum(usd for _, _, usd in idle):.2f}** |")
+    return "\n".join(lines)
+
+
+def write_readme(readme: Path, tables: dict[str, str]) -> None:
+    """Replace each `<!-- cost:NAME -->` … `<!-- /cost:NAME -->` block of the README."""
+    text = readme.read_text(encoding="utf-8")
+    for name, table in tables.items():
+        start, end = f"<!-- cost:{name} -->", f"<!-- /cost:{name} -->"
+        head, found, rest = text.partition(start)
+        if not found:
+            raise SystemExit(f"{readme}: no {start} marker")
+        _, _, tail = rest.partition(end)
+        text = f"{head}{start}\n{table}\n{end}{tail}"
+    readme.write_text(text, encoding="utf-8")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10, help="runs per scenario")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument(
+        "--write-readme", action="store_true", help="also put the tables in README.md"
+    )
     args = parser.parse_args()
     rows = measure_runs(args.runs)
     idle = idle_costs(ROOT / "template.yaml")
     if args.json:
         print(json.dumps({"runs": rows, "idle": idle}, indent=2, default=str))
         return
-    print(f"Per run (mean of {args.runs} runs each; USD, us-east-1; model tokens apart)\n")
-    print(
-        "| run | turns | DynamoDB req / WRU / RRU | transitions | Lambda invokes | "
-        "S3 req | AWS cost per run | per 1,000 runs | tokens as Claude Sonnet 4 |"
-    )
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for r in rows:
-        print(
-            f"| {r['scenario']} | {r['turns']:.0f} | {r['ddb_requests']:.0f} / "
-            f"{r['write_units']:.0f} / {r['read_units']:.1f} | {r['transitions']:.0f} | "
-            f"{r['lambda_invokes']:.0f} | {r['s3_requests']:.0f} | ${r['total']:.6f} | "
-            f"${r['total'] * 1000:.3f} | ${r['model']:.4f} |"
-        )
-    print("\nWhere a run's AWS cost goes (per 1,000 runs):\n")
-    services = list(rows[0]["cost"])
-    print("| run | " + " | ".join(services) + " |")
-    print("| --- |" + " ---: |" * len(services))
-    for r in rows:
-        print(
-            f"| {r['scenario']} | "
-            + " | ".join(f"${r['cost'][s] * 1000:.4f}" for s in services)
-            + " |"
-        )
-    print(
-        "\nLambda duration is not in these figures: it is the model's latency times the "
-        "function's memory (1 GB arm64: $0.0000133 per second of waiting)."
-    )
-    print("\nIdle (no traffic), per month\n")
-    print("| what | why | USD/month |")
-    print("| --- | --- | ---: |")
-    total = 0.0
-    for what, why, usd in idle:
-        total += usd
-        print(f"| {what} | {why} | ${usd:.2f} |")
-    print(f"| **total** | | **${total:.2f}** |")
+    tables = {"per-run": run_table(rows, args.runs), "idle": idle_table(idle)}
+    print("Per run\n\n" + tables["per-run"] + "\n\nIdle, per month\n\n" + tables["idle"])
+    if args.write_readme:
+        write_readme(ROOT / "README.md", tables)
 
 
 if __name__ == "__main__":
