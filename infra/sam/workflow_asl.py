@@ -5,6 +5,18 @@ Per step, in order:
     <id>-Plan (Task: plan)  →  <id>-Go (Choice)  →  <id>-Runs (Map)  →  <id>-Collect (Task)
         →  <id>-Next (Choice: again → Runs, repeat → Plan, fail → Failed, else next step)
 
+and inside `<id>-Runs`, one iteration: <id>-Wait → (timed out) <id>-Recheck → <id>-Finished
+(Choice) → <id>-Wait again, or <id>-Done.
+
+State names: the Amazon States Language wants every name unique across the whole machine,
+nested Map iterators included, and at most 80 characters. So every state of a step carries
+the step's id (`state_name`): step ids are unique, and the roles (`Plan`, `Wait`, …) hold no
+`-`, so two steps' names can never meet, nor meet the machine's own (`Finish`,
+`MarkFailed`, `Succeeded`, `Failed`: no `-`). Names use only `A-Za-z0-9_-`, the characters
+CloudWatch logging accepts. An id too long for its role is cut and given a short hash of the
+whole id, so the name stays deterministic and readable (never needed while ids are at most
+64 characters and roles at most 8: infra/sam/asl_check.py would refuse a clash anyway).
+
 `<id>-Runs` is a Map state over the run indexes `plan` returned (branches of a parallel step,
 elements of a map step — with the step's `max_concurrency` — or the single run of an agent or
 loop step). Each iteration is one task that waits on its token (`run_item`): the step run
@@ -19,9 +31,12 @@ indexes); inputs and results live in the store. The tasks run in the workflow's 
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
+from infra.sam import asl_check
 from infra.sam.asl import RETRY, THROTTLED, TRANSIENT
+from infra.sam.asl_check import MAX_STATE_NAME
 from runtime.spec import AgentfnSpec
 from runtime.spec.workflows import WorkflowStep
 
@@ -29,6 +44,18 @@ FUNCTION = "${WorkflowFunctionArn}"  # filled by DefinitionSubstitutions
 RECHECK_SECONDS = 6 * 3600
 _TASK_RETRY = [r for r in RETRY if r["ErrorEquals"] != ["RunLeased"]]
 _CATCH = [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "MarkFailed"}]
+_HASH_CHARS = 8
+
+
+def state_name(step_id: str, role: str) -> str:
+    """`<step id>-<role>`, at most MAX_STATE_NAME characters: a longer id keeps its head and
+    gains a hash of the whole id, so distinct ids do not share a name."""
+    name = f"{step_id}-{role}"
+    if len(name) <= MAX_STATE_NAME:
+        return name
+    digest = hashlib.sha256(step_id.encode()).hexdigest()[:_HASH_CHARS]
+    keep = MAX_STATE_NAME - len(role) - _HASH_CHARS - 2
+    return f"{step_id[:keep]}-{digest}-{role}"
 
 
 def _payload(action: str, **extra: Any) -> dict[str, Any]:
@@ -58,6 +85,8 @@ def _task(
 
 def _iteration(step: WorkflowStep) -> dict[str, Any]:
     """One step run: start it and wait for its end (the token is on the run)."""
+    wait_name, recheck_name = state_name(step.id, "Wait"), state_name(step.id, "Recheck")
+    finished_name, done_name = state_name(step.id, "Finished"), state_name(step.id, "Done")
     item = {"workflow_run_id.$": "$.workflow_run_id", "step": step.id, "item.$": "$.item"}
     wait = {
         "Type": "Task",
@@ -69,7 +98,7 @@ def _iteration(step: WorkflowStep) -> dict[str, Any]:
         "TimeoutSeconds": RECHECK_SECONDS,
         "ResultPath": None,
         "Retry": [THROTTLED, TRANSIENT],
-        "Catch": [{"ErrorEquals": ["States.Timeout"], "ResultPath": None, "Next": "Recheck"}],
+        "Catch": [{"ErrorEquals": ["States.Timeout"], "ResultPath": None, "Next": recheck_name}],
         "End": True,
     }
     recheck = {
@@ -79,38 +108,39 @@ def _iteration(step: WorkflowStep) -> dict[str, Any]:
         "ResultSelector": {"done.$": "$.Payload.done"},
         "ResultPath": "$.check",
         "Retry": _TASK_RETRY,
-        "Next": "Finished",
+        "Next": finished_name,
     }
     finished = {
         "Type": "Choice",
-        "Choices": [{"Variable": "$.check.done", "BooleanEquals": True, "Next": "Done"}],
-        "Default": "Wait",
+        "Choices": [{"Variable": "$.check.done", "BooleanEquals": True, "Next": done_name}],
+        "Default": wait_name,
     }
     return {
-        "StartAt": "Wait",
+        "StartAt": wait_name,
         "States": {
-            "Wait": wait,
-            "Recheck": recheck,
-            "Finished": finished,
-            "Done": {"Type": "Succeed"},
+            wait_name: wait,
+            recheck_name: recheck,
+            finished_name: finished,
+            done_name: {"Type": "Succeed"},
         },
     }
 
 
 def _step_states(step: WorkflowStep, after: str) -> dict[str, Any]:
-    name = step.id
+    plan, go, runs = (state_name(step.id, r) for r in ("Plan", "Go", "Runs"))
+    collect, decide = state_name(step.id, "Collect"), state_name(step.id, "Next")
     concurrency = step.map.max_concurrency if step.map is not None else 0  # 0: all at once
     return {
-        f"{name}-Plan": _task("plan", f"{name}-Go", "$.plan", step=name),
-        f"{name}-Go": {
+        plan: _task("plan", go, "$.plan", step=step.id),
+        go: {
             "Type": "Choice",
             "Choices": [
                 {"Variable": "$.plan.answer.stop", "BooleanEquals": True, "Next": "Failed"},
-                {"Variable": "$.plan.answer.run", "BooleanEquals": True, "Next": f"{name}-Runs"},
+                {"Variable": "$.plan.answer.run", "BooleanEquals": True, "Next": runs},
             ],
             "Default": after,
         },
-        f"{name}-Runs": {
+        runs: {
             "Type": "Map",
             "ItemsPath": "$.plan.answer.items",
             "MaxConcurrency": concurrency,
@@ -118,17 +148,17 @@ def _step_states(step: WorkflowStep, after: str) -> dict[str, Any]:
             "Iterator": _iteration(step),
             "ResultPath": None,
             "Catch": _CATCH,
-            "Next": f"{name}-Collect",
+            "Next": collect,
         },
-        f"{name}-Collect": _task("collect", f"{name}-Next", "$.plan", step=name),
-        f"{name}-Next": {
+        collect: _task("collect", decide, "$.plan", step=step.id),
+        decide: {
             "Type": "Choice",
             "Choices": [
-                {"Variable": "$.plan.answer.next", "StringEquals": "again", "Next": f"{name}-Runs"},
+                {"Variable": "$.plan.answer.next", "StringEquals": "again", "Next": runs},
                 {
                     "Variable": "$.plan.answer.next",
                     "StringEquals": "repeat",
-                    "Next": f"{name}-Plan",
+                    "Next": plan,
                 },
                 {"Variable": "$.plan.answer.next", "StringEquals": "fail", "Next": "Failed"},
                 {"Variable": "$.plan.answer.next", "StringEquals": "stop", "Next": "Failed"},
@@ -142,7 +172,9 @@ def definition(spec: AgentfnSpec, workflow: str) -> dict[str, Any]:
     config = spec.workflows[workflow]
     states: dict[str, Any] = {}
     for i, step in enumerate(config.steps):
-        after = f"{config.steps[i + 1].id}-Plan" if i + 1 < len(config.steps) else "Finish"
+        after = (
+            state_name(config.steps[i + 1].id, "Plan") if i + 1 < len(config.steps) else "Finish"
+        )
         states.update(_step_states(step, after))
     states["Finish"] = _task("finish", "Succeeded", None)
     states["MarkFailed"] = {
@@ -163,8 +195,9 @@ def definition(spec: AgentfnSpec, workflow: str) -> dict[str, Any]:
         "Error": "WorkflowFailed",
         "Cause": "GET /workflow-runs/{workflow_run_id} holds the failed step and its error.",
     }
-    return {
+    machine = {
         "Comment": f"agentfn workflow {workflow!r}: {config.description}"[:200],
-        "StartAt": f"{config.steps[0].id}-Plan",
+        "StartAt": state_name(config.steps[0].id, "Plan"),
         "States": states,
     }
+    return asl_check.checked(machine, f"workflow {workflow!r}")

@@ -143,6 +143,25 @@ def test_twenty_concurrent_runs_all_complete(stack: EmbeddedStack) -> None:
         assert stack.service.get(run_id)["result"]["status"] == "delivered"
 
 
+def test_a_run_without_pauses_takes_three_transitions(stack: EmbeddedStack) -> None:
+    """The execution starts with `{"run_id": …}` only and its first task runs in the agent's
+    own function (the handler defaults what the removed Init Pass state used to set), so a
+    run that never pauses is Start → Route → Succeeded: 3 transitions (4 with Init)."""
+    code, body = stack.service.start("orders", "My order ORD-1001 arrived damaged", wait_seconds=0)
+    assert code == 202
+    done = _finished(stack, body["run_id"])
+    assert done["execution"]["status"] == "SUCCEEDED"
+    assert json.loads(done["execution"]["input"]) == {"run_id": body["run_id"]}
+    history = stack.service.sfn.get_execution_history(
+        executionArn=done["execution"]["executionArn"]
+    )["events"]
+    entered = [
+        e["stateEnteredEventDetails"]["name"] for e in history if "StateEntered" in e["type"]
+    ]
+    assert entered == ["Start", "Route", "Succeeded"]
+    assert done["result"]["status"] == "succeeded"
+
+
 def _short_waits() -> AgentfnSpec:
     data = DEMO.model_dump(mode="json", by_alias=True)
     data["agents"]["billing"]["approval"][0]["timeout"] = 1

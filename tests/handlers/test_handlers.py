@@ -589,6 +589,25 @@ def test_step_handler_rejects_an_unknown_action_with_a_short_error(stack: Embedd
     assert "unknown action" in str(failed.value) and len(str(failed.value)) <= 1000
 
 
+def test_the_first_advance_gets_loops_and_function_from_the_handler() -> None:
+    """The state machine's Start task sends the run id alone (no Init Pass state any more):
+    the handler supplies `loops` 0 and the function it was invoked by; a later task's values
+    are kept."""
+    from handlers.step import with_defaults
+    from infra.local_lambda import LocalContext
+
+    context = LocalContext("agentfn-local-orders")
+    first = {"action": "advance", "run_id": "r"}
+    assert with_defaults(first, context) == {
+        **first,
+        "loops": 0,
+        "function": "arn:aws:lambda:us-east-1:123456789012:function:agentfn-local-orders",
+    }
+    assert first == {"action": "advance", "run_id": "r"}  # the event itself is left alone
+    later = {"action": "advance", "run_id": "r", "loops": 7, "function": "agentfn-x-billing"}
+    assert with_defaults(later, context) == later
+
+
 # ---- cold start ------------------------------------------------------------------------------
 
 HEAVY = ("yaml", "infra", "moto", "jsonschema", "mcp", "httpx", "boto3")

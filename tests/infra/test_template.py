@@ -80,9 +80,9 @@ def test_state_machine_has_the_loop_shape_with_retries_catches_and_timeouts(
         "Properties"
     ]
     states = machine["Definition"]["States"]
-    assert machine["Definition"]["StartAt"] == "Init"
+    assert machine["Definition"]["StartAt"] == "Start"
     for name in (
-        "Init",
+        "Start",
         "Advance",
         "Route",
         "WaitForApproval",
@@ -95,11 +95,18 @@ def test_state_machine_has_the_loop_shape_with_retries_catches_and_timeouts(
         "Cancelled",
     ):
         assert name in states, name
-    assert states["Init"]["Parameters"] == {
-        "run_id.$": "$.run_id",
-        "loops": 0,
-        "function": "${AgentFunctionArn}",  # then the function of whoever has the run
+    # The first advance runs in the agent's own function, with the run id alone (the
+    # handler defaults `loops` and `function`: no Pass state spends a transition on them);
+    # every later one in the function of whoever has the run.
+    assert states["Start"]["Parameters"] == {
+        "FunctionName": "${AgentFunctionArn}",
+        "Payload": {"action": "advance", "run_id.$": "$.run_id"},
     }
+    assert (
+        states["Start"]["Next"] == "Route"
+        and states["Start"]["Retry"] == states["Advance"]["Retry"]
+    )
+    assert not any(state["Type"] == "Pass" and "Parameters" in state for state in states.values())
     assert states["Route"]["Type"] == "Choice"
     assert states["Succeeded"]["Type"] == "Succeed" and states["Failed"]["Type"] == "Fail"
     advance = states["Advance"]

@@ -55,6 +55,6 @@ def test_only_ids_cross_the_workflow_state_machine(demo_spec: AgentfnSpec) -> No
     text = json.dumps(definition)
     assert "{order_id}" not in text and "Refund" not in text  # templates stay in the spec
     runs = definition["States"]["check-Runs"]
-    assert runs["Type"] == "Map" and runs["Iterator"]["States"]["Wait"]["Resource"].endswith(
+    assert runs["Type"] == "Map" and runs["Iterator"]["States"]["check-Wait"]["Resource"].endswith(
         "waitForTaskToken"
     )
