@@ -53,17 +53,19 @@ def cmd_validate(args: argparse.Namespace) -> int:
         f"{len(spec.workflows)} workflows "
         f"(spec hash {spec.spec_hash()})"
     )
-    _warn(Path(args.file), result.data)
+    _warn(Path(args.file), result.data, spec)
     return 0
 
 
-def _warn(path: Path, data: object) -> None:
+def _warn(path: Path, data: object, spec: AgentfnSpec) -> None:
     """`file:line:column: key.path: warning: …` for what is valid but likely to fail."""
     from infra.issues import format_path
-    from infra.references import spec_warnings
+    from infra.references import RefProblem, spec_warnings
+    from infra.tool_imports import undeployed_imports
     from infra.yamlsrc import load_yaml, read_spec_text
 
     warnings = spec_warnings(data)
+    warnings += [RefProblem(at, message) for at, message in undeployed_imports(spec)]
     if warnings:
         _, source = load_yaml(read_spec_text(path))
         for warning in warnings:
@@ -135,6 +137,23 @@ def cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_init(args: argparse.Namespace) -> int:
+    from infra.scaffold import AGENT, init_project
+
+    target = Path(args.directory)
+    written, existing = init_project(target)
+    if existing:
+        for path in existing:
+            _err(f"{path}: already exists")
+        _err("agentfn init writes into a new or empty folder and never overwrites: nothing written")
+        return 1
+    for path in written:
+        _err(f"wrote {path}")
+    where = "" if target.resolve() == Path.cwd().resolve() else f"cd {args.directory} && "
+    _err(f'next: {where}agentfn validate && agentfn run {AGENT} "How many words?"')
+    return 0
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from infra.run_cli import EXIT_USAGE, run_command
 
@@ -160,6 +179,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="agentfn", description="Serverless AI agents from agents.yaml."
     )
     sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("init", help="start a project of your own: agents.yaml, tools/, tests/")
+    p.add_argument("directory", nargs="?", default=".", help="where (made if missing)")
+    p.set_defaults(func=cmd_init)
 
     p = sub.add_parser(
         "validate", help="check agents.yaml; report every problem at file:line:column"

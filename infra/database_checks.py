@@ -35,7 +35,7 @@ def _check_files(databases: dict[str, Any], project_dir: Path) -> Iterator[RefPr
         if pure.is_absolute() or ".." in pure.parts or "\\" in path:
             yield RefProblem(where, "a relative path inside the project (it ships in the package)")
         elif not (project_dir / path).is_file():
-            yield RefProblem(where, f"no file {path!r} next to agents.yaml")
+            yield RefProblem(where, f"no file {path!r} in the spec's folder ({project_dir})")
 
 
 def _check_agent(

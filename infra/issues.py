@@ -59,3 +59,11 @@ def mapping(value: Any) -> dict[str, Any]:
     """`value` when the raw spec has a mapping there, else an empty one: checks of the raw
     data run before (and beside) the model's own validation, so any shape may arrive."""
     return value if isinstance(value, dict) else {}
+
+
+def unknown_model(name: str, models: dict[str, Any]) -> str:
+    """`unknown model 'x'`, with a near name, else the names that exist."""
+    hint = did_you_mean(name, models)
+    if not hint:
+        hint = f" (models defined: {', '.join(models)})" if models else " (no models are defined)"
+    return f"unknown model {name!r}{hint}"

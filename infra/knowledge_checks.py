@@ -36,7 +36,7 @@ def _check_folders(bases: dict[str, Any], project_dir: Path) -> Iterator[RefProb
         if pure.is_absolute() or ".." in pure.parts or "\\" in path:
             yield RefProblem(where, "a relative folder inside the project")
         elif not folder.is_dir():
-            yield RefProblem(where, f"no folder {path!r} next to agents.yaml")
+            yield RefProblem(where, f"no folder {path!r} in the spec's folder ({project_dir})")
         elif not any(p.suffix.lower() in SUFFIXES for p in folder.rglob("*")):
             yield RefProblem(where, f"no {', '.join(SUFFIXES)} files in {path!r} to index")
 

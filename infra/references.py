@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from infra.hook_checks import is_hook_header
-from infra.issues import RefProblem, did_you_mean
+from infra.issues import RefProblem, did_you_mean, unknown_model
 from infra.issues import mapping as _mapping
 from infra.naming import logical_id
 from infra.run_limits import check_run_limits, compaction_model_problems, tool_count_warnings
@@ -55,9 +55,7 @@ def _check_models(root: dict[str, Any]) -> Iterator[RefProblem]:
     models = _mapping(root.get("models"))
     default = _mapping(root.get("defaults")).get("model")
     if isinstance(default, str) and default not in models:
-        yield RefProblem(
-            ("defaults", "model"), f"unknown model {default!r}{did_you_mean(default, models)}"
-        )
+        yield RefProblem(("defaults", "model"), unknown_model(default, models))
     yield from compaction_model_problems(root, models)
     for name, config in models.items():
         for i, fallback in enumerate(_list(_mapping(config).get("fallbacks"))):
@@ -65,9 +63,7 @@ def _check_models(root: dict[str, Any]) -> Iterator[RefProblem]:
             if fallback == name:
                 yield RefProblem(path, "a model cannot be its own fallback")
             elif isinstance(fallback, str) and fallback not in models:
-                yield RefProblem(
-                    path, f"unknown model {fallback!r}{did_you_mean(fallback, models)}"
-                )
+                yield RefProblem(path, unknown_model(fallback, models))
 
 
 def _check_agents(root: dict[str, Any]) -> Iterator[RefProblem]:
@@ -83,9 +79,7 @@ def _check_agents(root: dict[str, Any]) -> Iterator[RefProblem]:
         if model is None and not has_default_model and isinstance(raw, dict):
             yield RefProblem(base, "no model: set `model` here or `defaults.model`", at_key=True)
         elif isinstance(model, str) and model not in models:
-            yield RefProblem(
-                (*base, "model"), f"unknown model {model!r}{did_you_mean(model, models)}"
-            )
+            yield RefProblem((*base, "model"), unknown_model(model, models))
         selected: list[str] = []
         for i, ref in enumerate(_list(agent.get("tools"))):
             if not isinstance(ref, str):
@@ -306,6 +300,7 @@ def _check_secrets(root: dict[str, Any]) -> Iterator[RefProblem]:
 def _check_tools(root: dict[str, Any], project_dir: Path) -> Iterator[RefProblem]:
     package = root.get("tools_package", "tools")
     budget = Budget(SPEC_REGEX_WORK)  # shared by every schema's patterns
+    importable: dict[Path_, str] = {}  # handler's key path → its module
     for name, raw in _mapping(root.get("tools")).items():
         tool = _mapping(raw)
         base: Path_ = ("tools", name)
@@ -315,9 +310,12 @@ def _check_tools(root: dict[str, Any], project_dir: Path) -> Iterator[RefProblem
                 schema, (*base, "input_schema"), budget, require_object=True
             )
         if tool.get("type") == "python" and isinstance(tool.get("handler"), str):
-            yield from _check_python_handler(
-                tool["handler"], package, project_dir, (*base, "handler")
+            found = list(
+                _check_python_handler(tool["handler"], package, project_dir, (*base, "handler"))
             )
+            yield from found
+            if not found:  # it exists statically: does it import?
+                importable[(*base, "handler")] = tool["handler"].partition(":")[0]
         if (
             tool.get("type") == "http"
             and isinstance(tool.get("url"), str)
@@ -331,6 +329,10 @@ def _check_tools(root: dict[str, Any], project_dir: Path) -> Iterator[RefProblem
                         f"URL parameter {{{param}}} is not a property of input_schema"
                         f"{did_you_mean(param, properties)}",
                     )
+    if importable and isinstance(package, str):
+        from infra.tool_imports import import_problems
+
+        yield from import_problems(importable, project_dir, package)
     for name, raw in _mapping(root.get("agents")).items():
         schema = _mapping(raw).get("output_schema")
         if schema is not None:

@@ -143,6 +143,11 @@ class Progress:
             if text and d.get("tool_calls"):
                 head += "\n    " + text.replace("\n", "\n    ")
             return head
+        if event.type == "tools_unavailable":
+            return (
+                f"  ⚠ MCP server {d['server']} is unavailable; the run goes on without its "
+                f"tools: {d['error']}"
+            )
         if event.type == "tool_result":
             mark = "✓" if d["success"] else "✗"
             detail = "" if d["success"] else f" · {d['output'][:160]}"

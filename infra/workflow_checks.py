@@ -103,7 +103,7 @@ class _Scope:
                 f"step {step_id!r}'s agent {agent!r} has no output_schema, so its result is "
                 "text: refer to the whole result, or give the agent an output_schema"
             )
-        return _schema_path_problem(schema, rest, f"{agent!r}'s output_schema")
+        return _schema_path_problem(schema, rest, f"the output_schema of {agent!r}")
 
 
 def _schema_path_problem(schema: Any, rest: list[str], what: str) -> str | None:

@@ -139,6 +139,8 @@ def _syntax_message(exc: yaml.MarkedYAMLError) -> str:
         # composer counts our far lower limit: the same limit, said the same way.
         return f"values are nested more than {MAX_DEPTH} levels deep"
     context, opened = exc.context, exc.context_mark
+    if context == "while scanning for the next token":  # says nothing an author can use
+        context = None
     if context and opened is not None and exc.problem_mark is not None:
         what = context.removeprefix("while parsing ").removeprefix("while scanning ")
         what = what.removeprefix("a ").removeprefix("an ")
@@ -146,6 +148,22 @@ def _syntax_message(exc: yaml.MarkedYAMLError) -> str:
             return f"YAML syntax error: {problem}; the {what} opened at line {opened.line + 1}"
         return f"YAML syntax error: {problem} (in the {what} at column {opened.column + 1})"
     return f"YAML syntax error: {problem}" + (f" ({context})" if context else "")
+
+
+def _tab_message(text: str, at: Position) -> str | None:
+    """A tab where YAML expected indentation: PyYAML calls it "a character that cannot start
+    any token"; say what it is and where."""
+    lines = text.splitlines()
+    if not 0 < at.line <= len(lines):
+        return None
+    line = lines[at.line - 1]
+    if "\t" not in line[: at.column]:
+        return None
+    column = line.index("\t") + 1
+    return (
+        f"a tab character at line {at.line}, column {column}: YAML indents with spaces only "
+        "(replace the tab with spaces)"
+    )
 
 
 def _reader_position(text: str, index: int) -> Position:
@@ -173,7 +191,8 @@ def load_yaml(text: str) -> tuple[Any, SourceMap]:
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
             position = _pos(mark) if mark else Position(1, 1)
-            raise YamlLoadError([LoadProblem(_syntax_message(exc), position)]) from exc
+            message = _tab_message(text, position) or _syntax_message(exc)
+            raise YamlLoadError([LoadProblem(message, position)]) from exc
         except yaml.YAMLError as exc:  # anything else the parser reports, still located
             raise YamlLoadError([LoadProblem(f"YAML error: {exc}", Position(1, 1))]) from exc
         if node is None:

@@ -10,7 +10,9 @@
     │   ├── ToolFailed            TOOL_FAILED
     │   ├── OutputInvalid         OUTPUT_INVALID
     │   ├── SpecChanged           SPEC_CHANGED
-    │   └── HookDenied            HOOK_DENIED (an on_run_start hook refused the run)
+    │   ├── HookDenied            HOOK_DENIED (an on_run_start hook refused the run)
+    │   ├── McpUnavailable        MCP_UNAVAILABLE (a `required` MCP server cannot be used)
+    │   └── ToolImportFailed      TOOL_IMPORT (a Python tool's module does not import)
     ├── StateConflict             a conditional write lost (someone else advanced the run)
     │   └── RunLeased             another worker holds the run's lease; retry later
     ├── RunNotFound               no run with that id
@@ -83,6 +85,18 @@ class SpecChanged(RunError):
 
 class HookDenied(RunError):
     error_code = "HOOK_DENIED"
+
+
+class McpUnavailable(RunError):
+    """A server marked `required: true` could not be started, reached or listed."""
+
+    error_code = "MCP_UNAVAILABLE"
+
+
+class ToolImportFailed(RunError):
+    """A Python tool's (or hook's) module raised on import: named with its file and line."""
+
+    error_code = "TOOL_IMPORT"
 
 
 class StateConflict(AgentfnError):

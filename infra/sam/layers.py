@@ -14,6 +14,8 @@ stack (`BuildMethod: makefile`, infra.layer_build), each function taking only th
 - `McpLayer`: the MCP SDK, for the agents with `mcp:` tools, when some agent has them.
 - `WebLayer`: markdownify and Beautiful Soup, for the agents with `web_scrape` only.
 - `SqlLayer`: sqlglot, for the agents with `database_query`/`database_write` only.
+- `ToolsLayer`: what the project's `tools/requirements.txt` lists, for the agents with Python
+  tools, when the file lists something;
 - `TelemetryLayer`: the OpenTelemetry SDK and its OTLP exporter, for the agents' functions
   when `deployment.telemetry` is set (off: not built, not shipped).
 
@@ -147,6 +149,50 @@ TELEMETRY = Layer(
 )
 
 
+REQUIREMENTS_FILE = "requirements.txt"
+
+
+def tool_requirements(spec: AgentfnSpec) -> tuple[str, ...]:
+    """What the project's tools import beyond the standard library and agentfn's own layers:
+    `<tools package>/requirements.txt`, one requirement a line (comments allowed; pip options
+    are refused, since the layer is built with pip's defaults)."""
+    project = spec.project_dir()
+    if project is None:
+        return ()
+    path = project / spec.tools_package / REQUIREMENTS_FILE
+    if not path.is_file():
+        return ()
+    found = []
+    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if line.startswith("-"):
+            raise ValueError(
+                f"{path}:{number}: pip options ({line.split()[0]}) are not supported here; "
+                "list one requirement a line"
+            )
+        if line:
+            found.append(line)
+    return tuple(found)
+
+
+def tools_layer(spec: AgentfnSpec) -> Layer | None:
+    requirements = tool_requirements(spec)
+    if not requirements:
+        return None
+    return Layer(
+        "ToolsLayer",
+        "tools",
+        f"your tools' requirements ({spec.tools_package}/{REQUIREMENTS_FILE})",
+        requirements,
+        lower=DEPENDENCIES.requirements,
+    )
+
+
+def uses_python_tools(spec: AgentfnSpec, agent: str) -> bool:
+    python = {name for name, tool in spec.tools.items() if tool.type == "python"}
+    return any(ref in python for ref in spec.agents[agent].tools)
+
+
 def uses_mcp(spec: AgentfnSpec, agent: str) -> bool:
     return any(ref.startswith("mcp:") for ref in spec.agents[agent].tools)
 
@@ -162,6 +208,9 @@ def layers(spec: AgentfnSpec) -> list[Layer]:
         found.append(SQL)
     if any(uses_scrape(spec, agent) for agent in spec.agents):
         found.append(WEB)
+    tools = tools_layer(spec)
+    if tools is not None and any(uses_python_tools(spec, agent) for agent in spec.agents):
+        found.append(tools)
     return found
 
 
@@ -170,6 +219,8 @@ def agent_layers(spec: AgentfnSpec, agent: str) -> list[Layer]:
     extra = [MCP] if uses_mcp(spec, agent) else []
     extra += [SQL] if uses_databases(spec, agent) else []
     extra += [WEB] if uses_scrape(spec, agent) else []
+    tools = tools_layer(spec)
+    extra += [tools] if tools is not None and uses_python_tools(spec, agent) else []
     return [*extra, TELEMETRY] if spec.deployment.telemetry is not None else extra
 
 

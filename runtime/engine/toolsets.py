@@ -48,14 +48,22 @@ class Toolsets(Persistence):
         if not refs:
             return
         from runtime.tools.mcp import MAX_TOOLS, McpToolset
+        from runtime.tools.paths import project_dir, stdio_at
 
-        toolset = McpToolset(self.spec.mcp_servers, refs, self.secrets(), self.clock.now)
+        project = project_dir(self.spec)
+        servers = {name: stdio_at(c, project) for name, c in self.spec.mcp_servers.items()}
+        toolset = McpToolset(servers, refs, self.secrets(), self.clock.now)
         await connections.enter_async_context(toolset)
         self._use_mcp_tools(agent, {})
         own = [self._tools(agent, supervised) for supervised in (False, True)]
         room = MAX_TOOLS - max(len(tools) for tools in own)  # declared tools always stay
         reserved = {name for tools in own for name in tools}
         tools, failures = await toolset.discover(limit=room, reserved=reserved)
+        required = [f for f in failures if (c := servers.get(f.server)) and c.required]
+        if required:
+            from runtime.errors import McpUnavailable
+
+            raise McpUnavailable("; ".join(f"mcp:{f.server}: {f.error}" for f in required))
         self._use_mcp_tools(agent, dict(tools))
         self._mcp_missing()[agent] = list(failures)
         # Each distinct warning is recorded once per run, however many advances meet it.

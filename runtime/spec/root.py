@@ -189,6 +189,19 @@ class AgentfnSpec(SpecModel):
         copy.__dict__.pop("_digest", None)  # a copy may differ: hashed afresh when asked
         return copy
 
+    def project_dir(self) -> Path | None:
+        """The folder relative paths in the spec start from: the spec's own folder (set by
+        whoever loaded it from a file), or the Lambda package's root for the compiled spec.
+        None for a spec built in memory. Kept out of the fields: where a spec was read is not
+        part of what it says (its hash, its JSON)."""
+        found = self.__dict__.get("_project")
+        return found if isinstance(found, Path) else None
+
+    def at_project(self, folder: Path) -> Self:
+        """This spec, its relative paths starting from `folder` (copies keep it)."""
+        self.__dict__["_project"] = folder
+        return self
+
     def model_for(self, agent: str) -> str:
         name = self.agents[agent].model or self.defaults.model
         assert name is not None, "validated at build time"
@@ -209,4 +222,4 @@ def load_compiled(path: str | Path) -> AgentfnSpec:
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     spec = construct(AgentfnSpec, data)
     spec.__dict__["_digest"] = compiled_hash(data)  # what to_compiled() would give
-    return spec
+    return spec.at_project(Path(path).resolve().parent)

@@ -108,6 +108,13 @@ MCP_CONNECT_TIMEOUT = 30.0
 
 class _McpBase(SpecModel):
     enabled: bool = True
+    required: bool = Field(
+        False,
+        description=(
+            "A server that cannot be started, reached or listed fails the run "
+            "(MCP_UNAVAILABLE). Off: the run goes on without its tools, with a warning."
+        ),
+    )
     timeout: Duration | None = Field(
         None,
         description=(

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from runtime.spec import AgentfnSpec
 from runtime.spec.databases import AuroraDatabase, DatabaseAccess, SqliteDatabase
 from runtime.tools.base import FunctionTool, ToolContext, ToolError
+from runtime.tools.paths import project_dir
 
 QUERY_DESCRIPTION = (
     "Run one read-only SQL SELECT (joins, subqueries, CTEs, UNION allowed) on a database. "
@@ -23,17 +23,6 @@ WRITE_DESCRIPTION = (
     "and, for update and delete, `where` (column: value, all must match; required). Values "
     "are bound as parameters. Tables you may write: {tables}."
 )
-
-
-def project_dir(spec: AgentfnSpec) -> Path:
-    """Where relative database paths start: the folder holding the tools package (the
-    project locally, the function's package root when deployed)."""
-    import importlib.util
-
-    found = importlib.util.find_spec(spec.tools_package)
-    if found is None or not found.submodule_search_locations:
-        return Path.cwd()
-    return Path(next(iter(found.submodule_search_locations))).parent
 
 
 def database_tools(

@@ -31,8 +31,8 @@ def knowledge_search_tool(
 
                 opened[name] = BedrockIndex(name, config, bedrock_client(config.region))
             else:
-                from runtime.tools.database.tools import project_dir
                 from runtime.tools.knowledge.local import load_local
+                from runtime.tools.paths import project_dir
 
                 opened[name] = load_local(name, config, project_dir(spec))
         return opened[name]

@@ -12,7 +12,9 @@ see `elicitation`), in form mode only; it offers no sampling and no roots.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
@@ -72,6 +74,7 @@ class Connection:
         self._started = False
         self._client: Client | None = None
         self._error: str | None = None
+        self._stderr: Any = None  # a stdio server's stderr, kept to explain a failure
 
     async def client(self, group: TaskGroup) -> Client:
         """The connected client; the first caller starts the connect, bounded by the timeout.
@@ -87,6 +90,29 @@ class Connection:
         if self._client is None:
             raise Unavailable(self._error or "connection closed")
         return self._client
+
+    def _stdio_context(self) -> str:
+        """For a stdio server that failed: what was started, where, and its stderr's tail."""
+        config = self.config
+        if not isinstance(config, StdioMcpServer):
+            return ""
+        command = " ".join([config.command, *config.args])
+        where = f" (command: {command}; folder: {config.cwd or os.getcwd()})"
+        tail = stderr_tail(self._stderr) if self._stderr is not None else ""
+        return where + (f"; its stderr ends:\n{tail}" if tail else "")
+
+    def _release_stderr(self, copy: bool) -> None:
+        """What the server wrote to stderr goes on to ours (the function's log), as it did
+        when it was connected straight to it, once the server is done."""
+        file, self._stderr = self._stderr, None
+        if file is None:
+            return
+        if copy:
+            with suppress(OSError, ValueError):
+                file.flush()
+                file.seek(0)
+                shutil.copyfileobj(file, sys.stderr)
+        file.close()
 
     def close(self) -> None:
         self._closing.set()
@@ -107,6 +133,8 @@ class Connection:
 
     async def _own(self) -> None:
         with self._scope:
+            if isinstance(self.config, StdioMcpServer):
+                self._stderr = tempfile.TemporaryFile("w+", errors="replace")  # noqa: SIM115 - outlives the transport; closed by _release_stderr
             try:
                 async with self._open() as client:
                     self._client = client
@@ -114,6 +142,9 @@ class Connection:
                     await self._closing.wait()
             except Exception as exc:  # kept for callers; must never fail the task group
                 self._error = self._error or self.explain(exc)
+                self._error += self._stdio_context()
+            finally:  # a failure's stderr is in its error already
+                self._release_stderr(copy=self._error is None)
         self._client = None
         self._error = self._error or "connection closed"
         self._ready.set()
@@ -131,7 +162,8 @@ class Connection:
                 params = StdioServerParameters(
                     command=stdio_command(config.command), args=config.args, env=env, cwd=config.cwd
                 )
-                transport: Any = stdio_client(params, errlog=_errlog(stack))
+                errlog = self._stderr if self._stderr is not None else sys.stderr
+                transport: Any = stdio_client(params, errlog=errlog)
             else:
                 http = await stack.enter_async_context(self._http_client(config))
                 transport = streamable_http_client(str(config.url), http_client=http)
@@ -206,12 +238,20 @@ def _client_class() -> type[Client]:
     return AgentfnClient
 
 
-def _errlog(stack: AsyncExitStack) -> Any:
-    """A stdio server's stderr joins ours (the function's log) when that is a real file."""
-    with suppress(AttributeError, OSError, ValueError):
-        sys.stderr.fileno()
-        return sys.stderr
-    return stack.enter_context(open(os.devnull, "w"))
+STDERR_TAIL_LINES = 8
+STDERR_TAIL_CHARS = 1_500
+
+
+def stderr_tail(file: Any) -> str:
+    """The last lines a stdio server wrote to its stderr (bounded)."""
+    try:
+        file.flush()
+        file.seek(0)
+        text = file.read()
+    except (OSError, ValueError):
+        return ""
+    lines = [line for line in text.splitlines() if line.strip()][-STDERR_TAIL_LINES:]
+    return "\n".join(lines)[-STDERR_TAIL_CHARS:]
 
 
 def stdio_command(command: str) -> str:

@@ -246,7 +246,9 @@ def test_refused_exited_and_disabled_servers_do_not_stop_the_others(tmp_path: Pa
             errors = {failure.server: failure.error for failure in failures}
             assert set(errors) == {"closed", "gone", "nowhere"}
             assert errors["closed"] == "ConnectError: All connection attempts failed"
-            assert errors["gone"] == "MCP error -32000: Connection closed"
+            # A stdio server that exits says what was started, and where.
+            assert errors["gone"].startswith("MCP error -32000: Connection closed (command: ")
+            assert "sys.exit(3); folder: " in errors["gone"]
             assert errors["nowhere"] == "no MCP server named 'nowhere'"
             result = await tools["mcp__orders__track_shipment"].call({"order_id": "ORD-1001"}, CTX)
             assert not result.is_error
