@@ -49,6 +49,10 @@ from runtime.store.base import TERMINAL, RunHead, RunStore
 from runtime.tools.base import Tool
 
 MAX_CONTINUATIONS = 3
+TRUNCATED = (
+    "the answer was still cut off at the model's max_tokens after {n} continuations: "
+    "the result is what the model wrote (truncated: true)"
+)
 MAX_CORRECTIONS = 2
 
 
@@ -338,6 +342,9 @@ class Engine(Interventions):
             failure = self._conclude(run, answer, update, new, events)
             if update.get("status") == "succeeded":
                 await self._review_response(run, update, events, new)  # pre_response hooks
+                if update.get("truncated"):
+                    warnings = update.get("warnings", run.head.warnings)
+                    update["warnings"] = [*warnings, TRUNCATED.format(n=MAX_CONTINUATIONS)]
         if failure is not None:
             run.head = self._commit(head, new, events, update=update)
             raise failure
@@ -378,15 +385,13 @@ class Engine(Interventions):
         self._store_result(head, result, update)
         events.append(("step_completed", {"turn": answer.turn}))
         usage = update["usage"]
-        events.append(
-            (
-                "run_completed",
-                {
-                    "turns_used": update["turn"],
-                    "tokens_input": usage.input_tokens,
-                    "tokens_output": usage.output_tokens,
-                    "cost_usd": round(update["cost_usd"], 6),
-                },
-            )
-        )
+        completed = {
+            "turns_used": update["turn"],
+            "tokens_input": usage.input_tokens,
+            "tokens_output": usage.output_tokens,
+            "cost_usd": round(update["cost_usd"], 6),
+        }
+        if answer.stop_reason == "max_tokens":  # still cut off: the best there is, marked
+            update["truncated"] = completed["truncated"] = True
+        events.append(("run_completed", completed))
         return None

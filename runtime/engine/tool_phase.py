@@ -289,19 +289,17 @@ class ToolPhase(Compaction, HookPhase, Traced):
         if not announced:
             call = ToolCall(id=result.tool_call_id, name=result.tool_name, arguments=result.inputs)
             events.append(("tool_call", self._call_event(run, call)))
-        events.append(
-            (
-                "tool_result",
-                {
-                    "turn": result.turn,
-                    "tool_call_id": result.tool_call_id,
-                    "tool_name": result.tool_name,
-                    "success": result.success,
-                    "duration_ms": result.duration_ms,
-                    "output": preview(result.content),
-                },
-            )
-        )
+        done: dict[str, Any] = {
+            "turn": result.turn,
+            "tool_call_id": result.tool_call_id,
+            "tool_name": result.tool_name,
+            "success": result.success,
+            "duration_ms": result.duration_ms,
+            "output": preview(result.content),
+        }
+        if result.output_truncated:  # the result contract shows a preview of the output
+            done.update(output_truncated=True, output_chars=result.full_size)
+        events.append(("tool_result", done))
         if last:
             events.append(("step_completed", {"turn": result.turn}))
         if result.tool_ref is None:  # the identity the result is cached and matched under
