@@ -276,13 +276,17 @@ class Engine(Interventions):
         started = self.clock.monotonic()
         try:
             model, response = await self._bounded(run, self._request(run, request))
-        except ContextOverflow:  # compact (prune, then summarise) and ask once more
-            compactions = run.head.context.compactions
+        except ContextOverflow as refused:  # compact (prune, then summarise), ask once more
+            compactions, before = run.head.context.compactions, request.messages
             request.messages, request.estimated_tokens = await self._fit(
                 run, system, specs, forced=True
             )
-            if run.head.context.compactions == compactions:
-                raise  # it had stopped trying: nothing changed
+            if run.head.context.compactions == compactions or request.messages == before:
+                # It had stopped trying, or there was nothing to prune or summarise (the
+                # first answer of a run, say): the same prompt would only be refused again.
+                raise ContextOverflow(
+                    f"{refused}; nothing left to compact", provider=refused.provider
+                ) from refused
             request.attempt = 1  # a new attempt at this answer (the scripted index reads it)
             model, response = await self._bounded(run, self._request(run, request))
         head = run.head  # a compaction committed
