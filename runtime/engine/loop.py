@@ -49,10 +49,6 @@ from runtime.store.base import TERMINAL, RunHead, RunStore
 from runtime.tools.base import Tool
 
 MAX_CONTINUATIONS = 3
-TRUNCATED = (
-    "the answer was still cut off at the model's max_tokens after {n} continuations: "
-    "the result is what the model wrote (truncated: true)"
-)
 MAX_CORRECTIONS = 2
 
 
@@ -348,7 +344,7 @@ class Engine(Interventions):
                 await self._review_response(run, update, events, new)  # pre_response hooks
                 if update.get("truncated"):
                     warnings = update.get("warnings", run.head.warnings)
-                    update["warnings"] = [*warnings, TRUNCATED.format(n=MAX_CONTINUATIONS)]
+                    update["warnings"] = [*warnings, out.TRUNCATED.format(n=MAX_CONTINUATIONS)]
         if failure is not None:
             run.head = self._commit(head, new, events, update=update)
             raise failure
