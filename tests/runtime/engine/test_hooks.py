@@ -536,3 +536,36 @@ def test_an_edit_the_hooks_allow_runs_and_an_asked_hook_sees_the_edit_once() -> 
     asked = [p["tool"]["arguments"] for p in seen("pre_tool_use")]
     assert asked == [{"amount": 5}, {"amount": 3}]
     assert head.hook_decisions == {}
+
+
+@pytest.mark.parametrize("after", [True, False], ids=["after-commit", "before-commit"])
+def test_a_crash_around_the_edits_hook_decision_never_asks_twice_about_it(after: bool) -> None:
+    """The edit's chain is durable like the first one: its answer is committed under a key
+    of its own, so a crash after that commit resumes with it (the hook is not asked about the
+    edit again), and a crash before it asks once more, as for any uncommitted decision."""
+    from runtime.clock import FakeClock
+    from runtime.engine.loop import Engine
+    from tests.runtime.engine.test_hooks_http import CrashingStore, SimulatedCrash
+
+    hooks = [python("pre_tool_use", "engine_tools.policy:double")]
+    rules = [{"tools": ["charge"], "decisions": ["approve", "edit"]}]
+    spec = hooked(CHARGE_THEN_DONE, tools=["charge"], agent=hooks, approval=rules)
+    store, clock = MemoryStore(), FakeClock()
+    head = asyncio.run(Engine(spec, store, clock=clock).run("a", "go"))
+    Engine(spec, store, clock=clock).decide(
+        head.run_id, approved=True, tool_call_id="call-1", edited_inputs={"amount": 3}
+    )
+    CALLS.clear()
+    dying = Engine(spec, CrashingStore(store, "call-1@edited", after), clock=clock)  # type: ignore[arg-type]
+    with pytest.raises(SimulatedCrash):
+        asyncio.run(dying.advance(head.run_id))
+    assert CALLS == []  # it died before the tool ran
+    clock.advance(dying.lease_seconds + 1)
+    fresh = Engine(spec, store, clock=clock)
+    done = asyncio.run(fresh.advance(head.run_id))
+    assert done.status == "succeeded" and CALLS == [("charge", {"amount": 6})]
+    asked = [p["tool"]["arguments"] for p in seen("pre_tool_use")]
+    assert asked == [{"amount": 5}, {"amount": 3}] + ([] if after else [{"amount": 3}])
+    edits = [e for e in hook_events(fresh, head.run_id) if e.get("after_edit")]
+    assert len(edits) == 1 and edits[0]["decision"] == "modify"
+    assert done.hook_decisions == {}
