@@ -1,6 +1,7 @@
 """`agentfn validate` checks of hooks that the models alone cannot make: a python hook's
 handler lives in the project's tools package, a rule's regex is safe to run on any text,
-`match` patterns name tools an agent has, and credential headers are secret references.
+a rule's `arg` is in what it will test, `match` patterns name tools an agent has, and
+credential headers are secret references.
 
 Like infra.references, they read the raw YAML data defensively, so each problem is reported
 at its line even when the structure has errors elsewhere.
@@ -8,6 +9,7 @@ at its line even when the structure has errors elsewhere.
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,8 +19,12 @@ from infra.issues import RefProblem, did_you_mean
 from infra.issues import mapping as _mapping
 from infra.schema_checks import SPEC_REGEX_WORK
 from infra.yamlsrc import Path_
+from runtime.engine.hook_rules import parse_path
 from runtime.regex_safety import Budget, regex_problem
+from runtime.spec.hooks import ARG_PATH_PATTERN
 from runtime.spec.types import SECRET_REF_RE
+
+ARG_PATH = re.compile(ARG_PATH_PATTERN)
 
 
 def _list(value: Any) -> list[Any]:
@@ -62,6 +68,7 @@ def check_hooks(root: dict[str, Any], project_dir: Path) -> Iterator[RefProblem]
             if hook.get("type") == "python" and isinstance(handler, str):
                 yield from _check_python_handler(handler, package, project_dir, (*path, "handler"))
             yield from _check_rules(_list(hook.get("rules")), (*path, "rules"), budget)
+            yield from _check_args(root, hook, (*path, "rules"), agent)
             yield from _check_match(hook.get("match"), (*path, "match"), offered, agent)
             for header, value in _mapping(hook.get("headers")).items():
                 if (
@@ -110,3 +117,115 @@ def _check_rules(rules: list[Any], path: Path_, budget: Budget) -> Iterator[RefP
         problem = regex_problem(value, budget)
         if problem:
             yield RefProblem((*path, index, "value"), problem)
+
+
+def _check_args(
+    root: dict[str, Any], hook: dict[str, Any], path: Path_, agent: str | None
+) -> Iterator[RefProblem]:
+    """A rule's `arg` must be in what the rule tests: an argument of every tool the hook
+    applies to whose `input_schema` the spec declares (`pre_tool_use`), a key of the
+    agent's `output_schema` (`pre_response`; without one the answer is text and has no
+    keys). Otherwise the rule could never be evaluated: a typo would deny (or, with
+    `on_error: allow`, pass) every call instead of checking it. Tools whose schema is
+    known only at run time (MCP, built-ins, a python tool's signature) are checked then."""
+    if hook.get("type") != "rule" or hook.get("event") not in ("pre_tool_use", "pre_response"):
+        return
+    targets = _targets(root, hook, agent)
+    for index, raw in enumerate(_list(hook.get("rules"))):
+        arg = _mapping(raw).get("arg")
+        if not isinstance(arg, str) or not ARG_PATH.match(arg):
+            continue  # no arg, or one the model reports as malformed
+        steps = parse_path(arg)
+        for name, schema, kind in targets:
+            problem = _arg_problem(arg, steps, name, schema, kind)
+            if problem is not None:
+                yield RefProblem((*path, index, "arg"), problem)
+                break
+
+
+def _targets(
+    root: dict[str, Any], hook: dict[str, Any], agent: str | None
+) -> list[tuple[str, Any, str]]:
+    """(name, schema, "tool" or "agent") for what the hook's rules will read."""
+    agents = _mapping(root.get("agents"))
+    names = [agent] if agent is not None else [a for a in agents if isinstance(a, str)]
+    if hook.get("event") == "pre_response":
+        return [(a, _mapping(agents[a]).get("output_schema"), "agent") for a in names]
+    tools = _mapping(root.get("tools"))
+    match = hook.get("match")
+    patterns = [match] if isinstance(match, str) else _list(match) if match else ["*"]
+    found: dict[str, Any] = {}
+    for name in names:
+        for ref in _list(_mapping(agents[name]).get("tools")):
+            if not isinstance(ref, str) or ref in found or not isinstance(tools.get(ref), dict):
+                continue
+            if any(isinstance(p, str) and fnmatch.fnmatchcase(ref, p) for p in patterns):
+                schema = tools[ref].get("input_schema")
+                if isinstance(schema, dict):
+                    found[ref] = schema
+    return [(ref, schema, "tool") for ref, schema in found.items()]
+
+
+def _arg_problem(
+    arg: str, steps: tuple[str | int, ...], name: str, schema: Any, kind: str
+) -> str | None:
+    if kind == "agent" and not isinstance(schema, dict):
+        return (
+            f"agent {name} answers in text (it has no output_schema): a pre_response rule "
+            f"cannot read `{arg}` in it; leave out `arg` to test the whole answer"
+        )
+    if resolves(schema, steps) is not False:
+        return None
+    if kind == "agent":
+        return f"`{arg}` is not in agent {name}'s output_schema"
+    declared = sorted(k for k in _mapping(schema.get("properties")) if isinstance(k, str))
+    has = f" (its input_schema has {', '.join(declared)})" if declared else ""
+    hint = did_you_mean(steps[0], declared) if len(steps) == 1 else ""
+    return f"`{arg}` is not an argument of {name}{has}{hint}"
+
+
+def resolves(schema: Any, steps: tuple[str | int, ...]) -> bool | None:
+    """Whether a JSON Schema has a value at `steps`: True, False, or None when the schema
+    cannot say (a `$ref`, a free-form object or array)."""
+    if not isinstance(schema, dict) or "$ref" in schema:
+        return None
+    branches = [b for key in ("anyOf", "oneOf", "allOf") for b in _list(schema.get(key))]
+    answers = [resolves(b, steps) for b in branches]
+    if True in answers:
+        return True
+    if not steps:
+        return True
+    own = _own_step(schema, steps)
+    if own is not False or not branches:
+        return own
+    return None if None in answers else False
+
+
+def _own_step(schema: dict[str, Any], steps: tuple[str | int, ...]) -> bool | None:
+    step, rest = steps[0], steps[1:]
+    if isinstance(step, int):
+        items = schema.get("items")
+        prefix = _list(schema.get("prefixItems"))
+        if step < len(prefix):
+            return resolves(prefix[step], rest)
+        if isinstance(items, dict):
+            return resolves(items, rest)
+        kind = schema.get("type")
+        return (
+            False if kind is not None and kind != "array" and "array" not in _list(kind) else None
+        )
+    properties = schema.get("properties")
+    if isinstance(properties, dict) and step in properties:
+        return resolves(properties[step], rest)
+    for pattern, sub in _mapping(schema.get("patternProperties")).items():
+        if isinstance(pattern, str) and re.search(pattern, step):
+            return resolves(sub, rest)
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, dict):
+        return resolves(extra, rest)
+    if isinstance(properties, dict) or extra is False:
+        return False  # the schema lists its keys, and this is not one of them
+    kind = schema.get("type")
+    if kind is not None and kind != "object" and "object" not in _list(kind):
+        return False
+    return None

@@ -107,6 +107,7 @@ class ToolResultMessage(_Msg):
     success: bool = True
     inputs: dict[str, Any] | None = None
     output: Any = None  # the tool's own return value when small enough; else a preview
+    output_truncated: bool = False  # `output` is a preview (the whole is at full_output_ref)
     duration_ms: int = 0
     turn: int = 0
     full_output_ref: str | None = None  # where the uncapped output lives (S3 key)

@@ -4,9 +4,10 @@ A call's cost is its usage at the answering model's `price` (filled in at build 
 the genai-prices data set, or written in the spec), so fallbacks are charged at their own
 price; a model without a price costs nothing here (and a budget in dollars cannot be set
 for it: `agentfn validate` says so). Budgets count the whole team: handoffs share the run's
-totals, a child run gets what its parent's budget had left, and a child's spend is added
-to its parent's. A session's budget counts its finished runs (recorded with the session's
-state when each run ends) and the run in progress.
+totals, a child run gets its share of what its parent's budget had left (children started
+together split it), and a child's spend is added to its parent's. A session's budget
+counts its finished runs (recorded with the session's state when each run ends) and the run
+in progress.
 """
 
 from __future__ import annotations
@@ -84,8 +85,12 @@ def check_budget(spec: AgentfnSpec, head: RunHead, upcoming: Spend) -> None:
             )
 
 
-def child_budget(spec: AgentfnSpec, parent: RunHead) -> Spend | None:
-    """What a child run may spend: what its parent's budget has left (None: no budget)."""
+def child_budget(spec: AgentfnSpec, parent: RunHead, share: int = 1) -> Spend | None:
+    """What a child run may spend: its share of what its parent's budget has left (None: no
+    budget). Children started together (parallel `ask_*` calls of one answer) split the
+    remainder: each used to get all of it, and three children of a 1,000-token run spent
+    2,060. A child's spend is added to its parent's when it reports, so with shares the
+    whole team stays within the budget, give or take one model call's estimate."""
     budget = spec.budget_for(parent.agent)
     inherited = parent.budget_left
     if budget is None and inherited is None:
@@ -101,7 +106,8 @@ def child_budget(spec: AgentfnSpec, parent: RunHead) -> Spend | None:
         for b in (budget and budget.max_cost_usd, inherited and inherited.cost_usd)
         if b
     ]
+    share = max(1, share)
     return Spend(
-        tokens=max(1, min(tokens)) if tokens else 0,
-        cost_usd=max(1e-9, min(costs)) if costs else 0.0,
+        tokens=max(1, min(tokens) // share) if tokens else 0,
+        cost_usd=max(1e-9, min(costs) / share) if costs else 0.0,
     )

@@ -152,10 +152,10 @@ class HookChain(Toolsets):
         check: Callable[[Any], str | None] | None,
     ) -> tuple[Verdict, str | None]:
         """One hook's verdict, and the error when it failed (then on_error decided)."""
-        if hook.rules is not None:
-            reason = hook.rules.denial(outcome.value)
-            return (ALLOW if reason is None else Verdict("deny", reason)), None
         try:
+            if hook.rules is not None:  # RuleUnusable is a HookFailure
+                reason = hook.rules.denial(outcome.value)
+                return (ALLOW if reason is None else Verdict("deny", reason)), None
             sent = self._payload(run, event, hook, payload(outcome.value))
             answer = await ask(hook.config, sent, self._asking(run, f"{event}:{key}:{hook.id}"))
             verdict = parse_answer(event, answer)

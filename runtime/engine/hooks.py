@@ -38,6 +38,7 @@ from runtime.messages import AssistantMessage, Message, ToolCall, ToolResultMess
 from runtime.tools.base import RichOutput, Tool, ToolContext
 
 RUN_START = "@run_start"  # the head's hook_decisions key of the run's start
+EDITED = "@edited"  # appended to a call id: the key of the chain on an approver's edit
 BLOCKED = "The response was blocked by policy: {reason}"
 #: Replaced arguments live on the run head until the call's result is recorded.
 MAX_ARGUMENT_BYTES = 16 * 1024
@@ -76,14 +77,20 @@ class HookPhase(HookChain):
     # ---- pre_tool_use / post_tool_use ----------------------------------------------------
 
     async def _pre_tool_use(
-        self, run: RunCursor, call: ToolCall, *, settle: bool = False
+        self, run: RunCursor, call: ToolCall, *, settle: bool = False, edited: bool = False
     ) -> tuple[ToolCall, ToolResultMessage | None]:
         """The call as the pre_tool_use hooks leave it, or the denial to record instead.
-        `settle`: commit the whole outcome now (the call is about to wait for a person)."""
+        `settle`: commit the whole outcome now (the call is about to wait for a person).
+        `edited`: the arguments are an approver's edit, checked by the same hooks as the
+        model's were (a person approving a call does not lift the policy on it); their
+        progress is kept under a key of its own, so the first chain's is not reused."""
         found = self._tool_hooks(run, "pre_tool_use", call)
         if found is None:
             return call, None
         tool, hooks = found
+        about: dict[str, Any] = {"tool_call_id": call.id, "tool_name": call.name}
+        if edited:
+            about["after_edit"] = True
 
         def payload(arguments: Any) -> dict[str, Any]:
             return {"tool": _tool_view(call, tool, arguments)}
@@ -94,13 +101,13 @@ class HookPhase(HookChain):
             hooks,
             call.arguments,
             payload,
-            key=call.id,
+            key=call.id + EDITED if edited else call.id,
             check=lambda arguments: _argument_problem(tool, arguments),
-            about={"tool_call_id": call.id, "tool_name": call.name},
+            about=about,
             durable=True,
             settle=settle,
         )
-        self._note(run, call.id, outcome, replace=True)
+        self._note(run, call.id, outcome, replace=not edited)
         if outcome.denied is not None:
             message = f"a policy hook denied this call: {outcome.denied}; it was not run"
             return call, error_result(call, self._turn(run), message)

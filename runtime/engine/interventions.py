@@ -20,15 +20,26 @@ from runtime.engine.state import pending_calls
 from runtime.engine.toolrun import error_result
 from runtime.errors import InvalidRequest, WrongState
 from runtime.events import EventType
-from runtime.messages import AssistantMessage, Message, ToolResultMessage
+from runtime.messages import AssistantMessage, Message, ToolCall, ToolResultMessage
 from runtime.schema_check import SchemaViolation, check
 from runtime.store.base import TERMINAL, ApprovalDecision, RunHead
 from runtime.tools.builtins import CLARIFY
+from runtime.tools.team import control_of
 
 OUTCOME_UNKNOWN_CANCELLED = (
     "outcome unknown: the run was cancelled while this call was running; its result was not "
     "recorded. Check its effect before retrying."
 )
+MAYBE_RAN_CANCELLED = (
+    "outcome unknown: the run was cancelled before this call's result was recorded, and it "
+    "may have been running (only at_most_once calls record their start). Check its effect "
+    "before retrying."
+)
+READ_ONLY_CANCELLED = (
+    "cancelled: the run was cancelled before this read-only call's result was recorded (a "
+    "read-only call has no effect to check)"
+)
+NOT_STARTED_CANCELLED = "not run: the run was cancelled before this call started"
 
 
 class Interventions(Shortcuts):
@@ -75,22 +86,25 @@ class Interventions(Shortcuts):
     def cancel(
         self, run_id: str, reason: str = "cancelled by request", *, by: str | None = None
     ) -> RunHead:
-        """Cancel the run. A call it started and whose result is not recorded (an
-        at_most_once tool still running, or cut off) is recorded as "outcome unknown", so the
-        result lists every call that may have had an effect."""
+        """Cancel the run. Every call of the interrupted step whose result is not recorded
+        gets one, so the result accounts for each call the model asked for: "outcome
+        unknown" for a call that may have had an effect (an at_most_once call that had
+        started; an idempotent or unknown one, which records no start, on a run that was
+        running), a plain error for the others (a read-only call, or one that had not
+        started)."""
         head = self.store.load_head(run_id)
         if head.status in TERMINAL:
             raise WrongState(f"run {run_id} is already {head.status}", status=head.status)
         unknown: list[Message] = []
-        if head.started_calls:
+        if head.started_calls or head.status == "running":
             messages = self.store.load_messages(head, head.context.base)
             turn = next(
                 (m.turn for m in reversed(messages) if isinstance(m, AssistantMessage)), head.turn
             )
             for call in pending_calls(messages):
-                if call.id in head.started_calls:
-                    result = error_result(call, turn, OUTCOME_UNKNOWN_CANCELLED)
-                    unknown.append(result.model_copy(update={"outcome_unknown": True}))
+                result = self._cut_off(head, call, turn)
+                if result is not None:
+                    unknown.append(result)
         head = head.model_copy(
             update={
                 "status": "cancelled",
@@ -102,6 +116,28 @@ class Interventions(Shortcuts):
         )
         data = {"error_code": "CANCELLED", "error_message": reason, "by": by}
         return self._commit(head, unknown, [("run_failed", data)], release=True)
+
+    def _cut_off(self, head: RunHead, call: ToolCall, turn: int) -> ToolResultMessage | None:
+        """The result a cancel records for a call of the interrupted step (None: nothing
+        can have been running, the run was waiting)."""
+        if call.id in head.started_calls:
+            result = error_result(call, turn, OUTCOME_UNKNOWN_CANCELLED)
+            return result.model_copy(update={"outcome_unknown": True})
+        if head.status != "running":
+            return None
+        tool = self._toolbox(head).get(call.name)
+        if tool is None:  # e.g. an MCP tool this process has not listed: assume the worst
+            result = error_result(call, turn, MAYBE_RAN_CANCELLED)
+            return result.model_copy(update={"outcome_unknown": True})
+        control = call.name == CLARIFY or control_of(tool.reference) is not None
+        if control or call.arguments is None or tool.effect == "at_most_once":
+            # The run's own control flow (commits, never cut off half way), arguments that
+            # never run, or an at_most_once call whose start would have been recorded.
+            return error_result(call, turn, NOT_STARTED_CANCELLED)
+        if tool.effect == "read_only":
+            return error_result(call, turn, READ_ONLY_CANCELLED)
+        result = error_result(call, turn, MAYBE_RAN_CANCELLED)  # idempotent: no start record
+        return result.model_copy(update={"outcome_unknown": True})
 
     def decide(
         self,

@@ -272,13 +272,17 @@ class Engine(Interventions):
         started = self.clock.monotonic()
         try:
             model, response = await self._bounded(run, self._request(run, request))
-        except ContextOverflow:  # compact (prune, then summarise) and ask once more
-            compactions = run.head.context.compactions
+        except ContextOverflow as refused:  # compact (prune, then summarise), ask once more
+            compactions, before = run.head.context.compactions, request.messages
             request.messages, request.estimated_tokens = await self._fit(
                 run, system, specs, forced=True
             )
-            if run.head.context.compactions == compactions:
-                raise  # it had stopped trying: nothing changed
+            if run.head.context.compactions == compactions or request.messages == before:
+                # It had stopped trying, or there was nothing to prune or summarise (the
+                # first answer of a run, say): the same prompt would only be refused again.
+                raise ContextOverflow(
+                    f"{refused}; nothing left to compact", provider=refused.provider
+                ) from refused
             request.attempt = 1  # a new attempt at this answer (the scripted index reads it)
             model, response = await self._bounded(run, self._request(run, request))
         head = run.head  # a compaction committed
@@ -338,6 +342,9 @@ class Engine(Interventions):
             failure = self._conclude(run, answer, update, new, events)
             if update.get("status") == "succeeded":
                 await self._review_response(run, update, events, new)  # pre_response hooks
+                if update.get("truncated"):
+                    warnings = update.get("warnings", run.head.warnings)
+                    update["warnings"] = [*warnings, out.TRUNCATED.format(n=MAX_CONTINUATIONS)]
         if failure is not None:
             run.head = self._commit(head, new, events, update=update)
             raise failure
@@ -378,15 +385,13 @@ class Engine(Interventions):
         self._store_result(head, result, update)
         events.append(("step_completed", {"turn": answer.turn}))
         usage = update["usage"]
-        events.append(
-            (
-                "run_completed",
-                {
-                    "turns_used": update["turn"],
-                    "tokens_input": usage.input_tokens,
-                    "tokens_output": usage.output_tokens,
-                    "cost_usd": round(update["cost_usd"], 6),
-                },
-            )
-        )
+        completed = {
+            "turns_used": update["turn"],
+            "tokens_input": usage.input_tokens,
+            "tokens_output": usage.output_tokens,
+            "cost_usd": round(update["cost_usd"], 6),
+        }
+        if answer.stop_reason == "max_tokens":  # still cut off: the best there is, marked
+            update["truncated"] = completed["truncated"] = True
+        events.append(("run_completed", completed))
         return None

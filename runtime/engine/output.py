@@ -10,6 +10,12 @@ from runtime.schema_check import SchemaViolation, check
 
 _FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*\s*\n(.*?)\n?```\s*$", re.S)
 
+#: The warning of a run whose final answer was still cut off after every continuation.
+TRUNCATED = (
+    "the answer was still cut off at the model's max_tokens after {n} continuations: "
+    "the result is what the model wrote (truncated: true)"
+)
+
 
 def strip_fences(text: str) -> str:
     match = _FENCE.match(text)

@@ -34,6 +34,13 @@ def tool_call_records(messages: list[Message]) -> list[dict[str, Any]]:
             "success": m.success,
             "duration_ms": m.duration_ms,
         }
+        if m.output_truncated:  # `output` is a preview: how long the whole is, and where
+            record["output_truncated"] = True
+            record["output_chars"] = m.full_size
+            record["full_output"] = {
+                "cache_id": m.reused_from or m.tool_call_id,
+                "key": m.full_output_ref,
+            }
         if m.outcome_unknown:
             record["outcome_unknown"] = True
         if m.decided_by:
@@ -60,6 +67,8 @@ def build_result(head: RunHead, messages: list[Message], blobs: BlobStore) -> di
     reasoning = reasoning_trace(messages)
     if head.status == "succeeded":
         out["result"] = final_result(head, blobs)
+        if head.truncated:  # still cut off after every continuation: said, not hidden
+            out["truncated"] = True
         out["reasoning"] = reasoning
     elif head.status in {"failed", "cancelled"}:
         out["error_message"] = head.error_message or ""

@@ -233,7 +233,7 @@ class TeamPhase(ToolPhase):
             depth=parent.delegation_depth + 1,
             ancestors=[*parent.ancestors, *(parent.chain or [parent.agent])],
             turn_budget=max(1, self._max_turns(parent) - parent.turn),
-            budget_left=child_budget(self.spec, parent),
+            budget_left=child_budget(self.spec, parent, share=len(parent.children)),
             trace=self._tracer.child_ref(parent) if self._tracer else None,  # the parent's trace
         )
         data = {

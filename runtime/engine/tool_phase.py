@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from runtime.engine.approval import apply_decision, rule_for, timeout_for
 from runtime.engine.commits import BudgetSpent, RunCursor, wait_until
 from runtime.engine.compaction import Compaction
-from runtime.engine.hooks import HookPhase
+from runtime.engine.hooks import EDITED, HookPhase
 from runtime.engine.toolrun import error_result, execute, find_reusable, reuse_result
 from runtime.engine.traced import Traced
 from runtime.events import preview
@@ -163,6 +163,14 @@ class ToolPhase(Compaction, HookPhase, Traced):
                 assert approved is not None
                 call = approved
                 decided_by = decision.by
+                if decision.edited_inputs is not None:  # the edit meets the hooks too
+                    call, denied = await self._pre_tool_use(run, call, edited=True)
+                    if denied is not None:
+                        self._record_result(
+                            run, denied.model_copy(update={"decided_by": decided_by}), last=last
+                        )
+                        index += 1
+                        continue
             else:
                 decided_by = None
             tool = tools.get(call.name)
@@ -281,19 +289,17 @@ class ToolPhase(Compaction, HookPhase, Traced):
         if not announced:
             call = ToolCall(id=result.tool_call_id, name=result.tool_name, arguments=result.inputs)
             events.append(("tool_call", self._call_event(run, call)))
-        events.append(
-            (
-                "tool_result",
-                {
-                    "turn": result.turn,
-                    "tool_call_id": result.tool_call_id,
-                    "tool_name": result.tool_name,
-                    "success": result.success,
-                    "duration_ms": result.duration_ms,
-                    "output": preview(result.content),
-                },
-            )
-        )
+        done: dict[str, Any] = {
+            "turn": result.turn,
+            "tool_call_id": result.tool_call_id,
+            "tool_name": result.tool_name,
+            "success": result.success,
+            "duration_ms": result.duration_ms,
+            "output": preview(result.content),
+        }
+        if result.output_truncated:  # the result contract shows a preview of the output
+            done.update(output_truncated=True, output_chars=result.full_size)
+        events.append(("tool_result", done))
         if last:
             events.append(("step_completed", {"turn": result.turn}))
         if result.tool_ref is None:  # the identity the result is cached and matched under
@@ -308,9 +314,10 @@ class ToolPhase(Compaction, HookPhase, Traced):
             update["decisions"] = {
                 k: v for k, v in run.head.decisions.items() if k != result.tool_call_id
             }
-        if result.tool_call_id in run.head.hook_decisions:
+        keys = {result.tool_call_id, result.tool_call_id + EDITED}
+        if keys & run.head.hook_decisions.keys():
             update["hook_decisions"] = {
-                k: v for k, v in run.head.hook_decisions.items() if k != result.tool_call_id
+                k: v for k, v in run.head.hook_decisions.items() if k not in keys
             }
         with self._tracer.tool(run, result) if self._tracer else NOT_TRACED:
             run.head = self._commit(run.head, [result], events, update=update)

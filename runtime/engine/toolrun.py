@@ -18,6 +18,8 @@ from runtime.store.base import BlobStore
 from runtime.tools.base import RichOutput, Tool, ToolContext, ToolError
 
 INLINE_OUTPUT_BYTES = 8 * 1024
+#: Characters of an output over INLINE_OUTPUT_BYTES that the result contract shows.
+INLINE_PREVIEW_CHARS = 2000
 
 
 def error_result(
@@ -136,7 +138,9 @@ def shape_output(
     size = len(text)
     small = len(whole.encode()) <= INLINE_OUTPUT_BYTES
     full_ref: str | None = None
-    if tool.cache_outputs or size > cap:
+    # Kept whole when the model reads a preview, and when the result contract shows one
+    # (`output` over INLINE_OUTPUT_BYTES): the record then says where the whole is.
+    if tool.cache_outputs or size > cap or not small:
         full_ref = cache_key(ctx)
         blobs.put(full_ref, text.encode(), "text/plain; charset=utf-8")
         if whole != text and not small:
@@ -148,7 +152,7 @@ def shape_output(
             f"output is cached as id {call.id!r}: read on with session_cache_get (offset "
             f"{cap})]"
         )
-    inline = (full if full is not None else text) if small else content[:2000]
+    inline = (full if full is not None else text) if small else content[:INLINE_PREVIEW_CHARS]
     return ToolResultMessage(
         tool_call_id=call.id,
         tool_name=call.name,
@@ -162,6 +166,7 @@ def shape_output(
         full_output_ref=full_ref,
         full_size=size if full_ref else None,
         images=images,
+        output_truncated=not small,
     )
 
 
@@ -207,6 +212,7 @@ def reuse_result(
         success=True,
         inputs=call.arguments,
         output=earlier.output,
+        output_truncated=earlier.output_truncated,
         turn=turn,
         full_output_ref=earlier.full_output_ref,
         full_size=earlier.full_size,

@@ -63,11 +63,49 @@ LAMBDA_ARN_PATTERN = (
 )
 
 
+def strict_end(pattern: str) -> str:
+    """`pattern` with each `$` anchor (outside a character class, not escaped) as `\\Z`,
+    so it matches only at the very end of the text. Multi-line patterns are kept as written:
+    there `$` means the end of each line."""
+    if re.compile(pattern).flags & re.MULTILINE:
+        return pattern
+    out: list[str] = []
+    index, in_class = 0, False
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "\\":
+            out.append(pattern[index : index + 2])
+            index += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+            out.append(char)
+            index += 1
+            # `[]…]` and `[^]…]`: a `]` first in a class is a character, not its end
+            for literal in ("^", "]"):
+                if index < len(pattern) and pattern[index] == literal:
+                    out.append(literal)
+                    index += 1
+            continue
+        elif char == "$":
+            char = r"\Z"
+        out.append(char)
+        index += 1
+    return "".join(out)
+
+
+def compile_pattern(pattern: str) -> re.Pattern[str]:
+    """How a `matches` rule reads its regex: ASCII classes, `$` at the very end."""
+    return re.compile(strict_end(pattern), re.ASCII)
+
+
 class HookRule(SpecModel):
     """One condition on what the hook sees: the tool's arguments (`pre_tool_use`), the final
     answer (`pre_response`) or the caller's input (`on_run_start`). `then: deny` denies
-    when the condition holds, `else: deny` when it does not. A missing `arg` makes every
-    positive operator false (and so every `not_` one true)."""
+    when the condition holds, `else: deny` when it does not. An
+    `arg` that is not there is a failure of the hook (`on_error`)."""
 
     arg: str | None = Field(
         None,
@@ -95,7 +133,7 @@ class HookRule(SpecModel):
             raise ValueError(f"`{info.data['op']}` needs a string, number or boolean")
         if op == "matches":
             try:
-                re.compile(value)
+                compile_pattern(value)
             except (re.error, OverflowError, RecursionError) as exc:
                 raise ValueError(f"{value!r} is not a valid regular expression: {exc}") from None
         return value
@@ -140,10 +178,20 @@ class _HookBase(SpecModel):
 
 
 class RuleHook(_HookBase):
-    """Conditions evaluated in process; the first rule that denies wins."""
+    """Conditions evaluated in process; the first rule that denies wins.
+
+    A rule fails only when what it tests is not there (its `arg` is absent from the
+    arguments or answer). Unlike an asked hook, which fails for reasons outside the spec
+    (a network, a server), that is the policy not seeing its field, so a rule fails closed
+    unless it says `on_error: allow` (e.g. for an optional argument)."""
 
     type: Literal["rule"]
     rules: list[HookRule] = Field(min_length=1)
+    on_error: Literal["allow", "deny"] = Field(
+        "deny",
+        description="When a rule cannot be evaluated (its `arg` is not there): deny (the "
+        "default: fail closed) or allow (fail open; the failure is still recorded).",
+    )
 
     @model_validator(mode="after")
     def _rules_can_block(self) -> Self:

@@ -166,6 +166,7 @@ class RunHead(BaseModel):
     lease_until: float = 0.0
     started_calls: list[str] = Field(default_factory=list)  # at_most_once calls begun
     continuations: int = 0  # in the current answer (token-limit cuts)
+    truncated: bool = False  # the final answer was still cut off after every continuation
     corrections: int = 0  # output-schema retries
     clarification: Clarification | None = None
     pending_approval: list[PendingApproval] = Field(default_factory=list)

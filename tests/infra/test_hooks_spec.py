@@ -303,6 +303,83 @@ HOOK_CASES: dict[str, tuple[str, str]] = {
         """,
         "less than or equal to 900",
     ),
+    "rule arg that is not an argument of the matched tool": (
+        """
+        tools:
+          charge:
+            type: python
+            handler: tools.billing:refund
+            description: Charge.
+            input_schema: {type: object, properties: {amount: {type: number}}}
+        agents:
+          a:
+            description: d
+            model: m
+            tools: [charge]
+            hooks:
+              - event: pre_tool_use
+                match: charge
+                type: rule
+                rules:
+                  - arg: ammount  #!
+                    op: not_in
+                    value: [1, 2, 3]
+                    then: deny
+        """,
+        "`ammount` is not an argument of charge (its input_schema has amount); "
+        "did you mean 'amount'?",
+    ),
+    "rule arg missing from one of the tools a top-level hook applies to": (
+        """
+        tools:
+          charge:
+            type: python
+            handler: tools.billing:refund
+            description: Charge.
+            input_schema: {type: object, properties: {amount: {type: number}}}
+          note:
+            type: python
+            handler: tools.billing:quote
+            description: Note.
+            input_schema: {type: object, properties: {text: {type: string}}}
+        hooks:
+          - event: pre_tool_use
+            type: rule
+            rules: [{arg: amount, op: in, value: [1], else: deny}]  #!
+        agents:
+          a: {description: d, model: m, tools: [charge, note]}
+        """,
+        "`amount` is not an argument of note",
+    ),
+    "rule arg on a text answer": (
+        """
+        agents:
+          a:
+            description: d
+            model: m
+            hooks:
+              - event: pre_response
+                type: rule
+                rules: [{arg: secret, op: contains, value: x, then: deny}]  #!
+        """,
+        "agent a answers in text (it has no output_schema)",
+    ),
+    "rule arg that is not in the output schema": (
+        """
+        agents:
+          a:
+            description: d
+            model: m
+            output_schema:
+              type: object
+              properties: {answer: {type: string}, items: {type: array, items: {type: object, properties: {sku: {type: string}}}}}
+            hooks:
+              - event: pre_response
+                type: rule
+                rules: [{arg: "items[0].skus", op: contains, value: x, then: deny}]  #!
+        """,
+        "`items[0].skus` is not in agent a's output_schema",
+    ),
 }
 
 TAIL = """
@@ -370,6 +447,42 @@ def _grants_spec() -> AgentfnSpec:
 def _statements(template: dict[str, Any], agent: str) -> list[dict[str, Any]]:
     props = template["Resources"][agent_function_id(agent)]["Properties"]
     return [s for policy in props["Policies"] for s in policy["Statement"]]
+
+
+def test_rule_args_that_the_schemas_declare_validate(tmp_path: Path) -> None:
+    text = h(
+        """
+        tools:
+          charge:
+            type: python
+            handler: tools.billing:refund
+            description: Charge.
+            input_schema:
+              type: object
+              properties:
+                amount: {type: number}
+                order: {type: object, properties: {items: {type: array, items: {type: object, properties: {sku: {type: string}}}}}}
+          free: {type: python, handler: tools.billing:quote, description: No schema.}
+        hooks:
+          - event: pre_tool_use
+            match: [charge, free]
+            type: rule
+            rules:
+              - {arg: amount, op: in, value: [1, 2, 3], else: deny}
+              - {arg: "order.items[0].sku", op: starts_with, value: A, then: deny}
+        agents:
+          a:  #!
+            description: d
+            model: m
+            tools: [charge, free]
+            output_schema: {type: object, properties: {answer: {type: string}}}
+            hooks:
+              - {event: pre_response, type: rule, rules: [{arg: answer, op: contains, value: x, then: deny}]}
+        """
+    )
+    spec_file, _ = _write_project(tmp_path, text)
+    result = validate_file(spec_file)
+    assert result.ok, "\n".join(map(str, result.issues))
 
 
 def test_lambda_hooks_and_hook_secrets_are_granted_to_their_agents_only() -> None:

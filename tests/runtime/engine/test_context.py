@@ -390,3 +390,22 @@ def test_agentfn_run_shows_each_compaction() -> None:
     assert lines, stream.getvalue()
     assert any("messages summarised by s" in line for line in lines), lines
     assert all(" → " in line and "tokens" in line for line in lines)
+
+
+def test_a_prompt_too_long_with_nothing_to_compact_fails_at_once() -> None:
+    """Issue 22, point 14: the first answer of a run has nothing older than the turns kept
+    whole, so compacting cannot change the prompt; sending the same prompt again would only
+    pay for a second refusal. The run fails with CONTEXT_OVERFLOW after one model call."""
+    too_long = {"status": 400, "message": "prompt is too long: 215000 tokens > 200000 maximum"}
+    script: list[dict[str, Any]] = [{"error": too_long}, {"text": "never sent"}]
+    spec = make_spec(
+        script,
+        tools=[],
+        compaction={"model": "s"},
+        models={"s": {"provider": "scripted", "script": [{"text": "x"}]}},
+    )
+    engine = new_engine(spec)
+    head = run(engine)
+    assert head.status == "failed" and head.error_code == "CONTEXT_OVERFLOW", head.error_message
+    assert len(_requests(engine)) == 1  # not retried with the very same prompt
+    assert "nothing left to compact" in (head.error_message or "")

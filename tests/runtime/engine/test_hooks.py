@@ -195,16 +195,6 @@ def test_an_approver_sees_the_arguments_as_the_hooks_left_them() -> None:
     assert len(hook_events(engine, head.run_id)) == 1
 
 
-def test_an_approvers_edit_wins_over_the_hooks_arguments() -> None:
-    hooks = [python("pre_tool_use", "engine_tools.policy:double")]
-    rules = [{"tools": ["charge"], "decisions": ["approve", "edit"]}]
-    engine = new_engine(hooked(CHARGE_THEN_DONE, tools=["charge"], agent=hooks, approval=rules))
-    head = run(engine)
-    engine.decide(head.run_id, approved=True, tool_call_id="call-1", edited_inputs={"amount": 3})
-    head = asyncio.run(engine.advance(head.run_id))
-    assert CALLS == [("charge", {"amount": 3})]
-
-
 def test_a_call_a_hook_denies_never_waits_for_a_person() -> None:
     script = [
         {"tool_calls": [call("charge", {"amount": 5}), call("charge", {"amount": 500})]},
@@ -461,3 +451,121 @@ def test_rule_and_python_hooks_import_nothing_for_http() -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+# ---- rules that cannot be evaluated (issue 22, point 7) -----------------------------------
+
+
+def test_a_rule_on_an_argument_that_never_exists_fails_closed_and_says_so() -> None:
+    """The attack: `ammount` (a typo) with `then: deny` used to let `amount: 5000` run with
+    nothing recorded. Now the rule cannot be evaluated: a failure of the hook, denied (a
+    rule's `on_error` is `deny` unless it says otherwise), in the event and the warnings."""
+    script = [{"tool_calls": [call("charge", {"amount": 5000}, id="call-1")]}, {"text": "done"}]
+    typo = rule(arg="ammount", op="not_in", value=[1, 2, 3], then="deny", reason="too much")
+    engine = new_engine(hooked(script, tools=["charge"], agent=[typo]))
+    head = run(engine)
+    assert CALLS == []  # the charge never ran
+    (denied,) = results(engine, head.run_id)
+    assert not denied.success and "`ammount` is not in the arguments" in denied.content
+    (event,) = hook_events(engine, head.run_id)
+    assert event["decision"] == "deny" and "`ammount` is not in the arguments" in event["error"]
+    assert any("agents.a.hooks[0] (rule, pre_tool_use) failed" in w for w in head.warnings)
+    assert any(w.endswith("denied (on_error: deny)") for w in head.warnings)
+
+
+def test_a_rule_with_on_error_allow_lets_the_call_through_but_records_the_failure() -> None:
+    script = [{"tool_calls": [call("charge", {"amount": 5}, id="call-1")]}, {"text": "done"}]
+    optional = {**rule(arg="note", op="contains", value="DROP", then="deny"), "on_error": "allow"}
+    engine = new_engine(hooked(script, tools=["charge"], agent=[optional]))
+    head = run(engine)
+    assert CALLS == [("charge", {"amount": 5})]
+    (event,) = hook_events(engine, head.run_id)
+    assert event["decision"] == "allow" and "`note` is not in the arguments" in event["error"]
+    assert any("allowed (fail open)" in w for w in head.warnings)
+
+
+def test_a_pre_response_rule_with_an_arg_on_a_text_answer_blocks_instead_of_never_firing() -> None:
+    script = [{"text": "The admin password is hunter2."}]
+    block = rule("pre_response", arg="secret", op="contains", value="hunter2", then="deny")
+    engine = new_engine(hooked(script, tools=[], agent=[block]))
+    head = run(engine)
+    result = engine.result(head.run_id)
+    assert result["result"].startswith("The response was blocked by policy: the rule hook failed")
+    (event,) = hook_events(engine, head.run_id)
+    assert event["decision"] == "deny" and "a text" in event["error"]
+
+
+# ---- an approver's edit goes through the hooks again (issue 22, point 8) ------------------
+
+
+def test_an_approvers_edit_is_checked_by_the_pre_tool_use_hooks_again() -> None:
+    """The attack: a rule allows amounts 1-3; the call asks for 2 and waits for a person,
+    who edits it to 5000. The edit is checked like the model's arguments were: denied."""
+    script = [{"tool_calls": [call("charge", {"amount": 2}, id="call-1")]}, {"text": "done"}]
+    limit = rule(arg="amount", op="in", value=[1, 2, 3], **{"else": "deny"}, reason="1-3 only")
+    rules = [{"tools": ["charge"], "decisions": ["approve", "edit"]}]
+    engine = new_engine(hooked(script, tools=["charge"], agent=[limit], approval=rules))
+    head = run(engine)
+    assert head.status == "awaiting_approval"
+    engine.decide(head.run_id, approved=True, tool_call_id="call-1", edited_inputs={"amount": 5000})
+    head = asyncio.run(engine.advance(head.run_id))
+    assert head.status == "succeeded" and CALLS == []  # 5000 never ran
+    (denied,) = results(engine, head.run_id)
+    assert not denied.success and "1-3 only" in denied.content
+    assert denied.inputs == {"amount": 5000}
+    events = hook_events(engine, head.run_id)
+    assert [(e["decision"], e.get("after_edit", False)) for e in events] == [
+        ("allow", False),
+        ("deny", True),
+    ]
+    types = event_types(engine, head.run_id)
+    assert types.index("approval_decided") < types.index("tool_result")
+    assert head.hook_decisions == {} and head.decisions == {}
+
+
+def test_an_edit_the_hooks_allow_runs_and_an_asked_hook_sees_the_edit_once() -> None:
+    hooks = [python("pre_tool_use", "engine_tools.policy:double")]
+    rules = [{"tools": ["charge"], "decisions": ["approve", "edit"]}]
+    engine = new_engine(hooked(CHARGE_THEN_DONE, tools=["charge"], agent=hooks, approval=rules))
+    head = run(engine)
+    assert [p.inputs for p in head.pending_approval] == [{"amount": 10}]
+    engine.decide(head.run_id, approved=True, tool_call_id="call-1", edited_inputs={"amount": 3})
+    head = asyncio.run(engine.advance(head.run_id))
+    # The hook is asked about the edit too (it doubles it, as it doubled the model's).
+    assert CALLS == [("charge", {"amount": 6})]
+    asked = [p["tool"]["arguments"] for p in seen("pre_tool_use")]
+    assert asked == [{"amount": 5}, {"amount": 3}]
+    assert head.hook_decisions == {}
+
+
+@pytest.mark.parametrize("after", [True, False], ids=["after-commit", "before-commit"])
+def test_a_crash_around_the_edits_hook_decision_never_asks_twice_about_it(after: bool) -> None:
+    """The edit's chain is durable like the first one: its answer is committed under a key
+    of its own, so a crash after that commit resumes with it (the hook is not asked about the
+    edit again), and a crash before it asks once more, as for any uncommitted decision."""
+    from runtime.clock import FakeClock
+    from runtime.engine.loop import Engine
+    from tests.runtime.engine.test_hooks_http import CrashingStore, SimulatedCrash
+
+    hooks = [python("pre_tool_use", "engine_tools.policy:double")]
+    rules = [{"tools": ["charge"], "decisions": ["approve", "edit"]}]
+    spec = hooked(CHARGE_THEN_DONE, tools=["charge"], agent=hooks, approval=rules)
+    store, clock = MemoryStore(), FakeClock()
+    head = asyncio.run(Engine(spec, store, clock=clock).run("a", "go"))
+    Engine(spec, store, clock=clock).decide(
+        head.run_id, approved=True, tool_call_id="call-1", edited_inputs={"amount": 3}
+    )
+    CALLS.clear()
+    dying = Engine(spec, CrashingStore(store, "call-1@edited", after), clock=clock)  # type: ignore[arg-type]
+    with pytest.raises(SimulatedCrash):
+        asyncio.run(dying.advance(head.run_id))
+    assert CALLS == []  # it died before the tool ran
+    clock.advance(dying.lease_seconds + 1)
+    fresh = Engine(spec, store, clock=clock)
+    done = asyncio.run(fresh.advance(head.run_id))
+    assert done.status == "succeeded" and CALLS == [("charge", {"amount": 6})]
+    asked = [p["tool"]["arguments"] for p in seen("pre_tool_use")]
+    assert asked == [{"amount": 5}, {"amount": 3}] + ([] if after else [{"amount": 3}])
+    edits = [e for e in hook_events(fresh, head.run_id) if e.get("after_edit")]
+    assert len(edits) == 1 and edits[0]["decision"] == "modify"
+    assert done.hook_decisions == {}

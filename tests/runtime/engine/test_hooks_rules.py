@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from runtime.engine.hook_kinds import HookFailure, Verdict, parse_answer
-from runtime.engine.hook_rules import RuleSet, parse_path
+from runtime.engine.hook_rules import RuleSet, RuleUnusable, parse_path
 from runtime.spec.hooks import RuleHook
 
 ARGS = {
@@ -57,10 +57,14 @@ def test_operators_and_their_negations(arg: str, op: str, value: Any, holds: boo
 
 
 @pytest.mark.parametrize("arg", ["missing", "order.missing", "order.items[5].sku", "note.x"])
-def test_a_missing_argument_fails_every_positive_condition(arg: str) -> None:
-    assert denies({"arg": arg, "op": "equals", "value": None, "then": "deny"}) is None
-    assert denies({"arg": arg, "op": "matches", "value": ".*", "else": "deny"}) == "r"
-    assert denies({"arg": arg, "op": "not_contains", "value": "x", "else": "deny"}) is None
+def test_a_missing_argument_cannot_be_evaluated_by_any_operator(arg: str) -> None:
+    for rule in (
+        {"arg": arg, "op": "equals", "value": None, "then": "deny"},
+        {"arg": arg, "op": "matches", "value": ".*", "else": "deny"},
+        {"arg": arg, "op": "not_contains", "value": "x", "else": "deny"},
+    ):
+        with pytest.raises(RuleUnusable, match="is not in the arguments"):
+            denies(rule)
 
 
 def test_without_arg_a_rule_reads_the_whole_value() -> None:
@@ -127,3 +131,41 @@ def test_answers_in_the_protocol(event: str, answer: Any, verdict: Verdict) -> N
 def test_answers_outside_the_protocol(event: str, answer: Any, problem: str) -> None:
     with pytest.raises(HookFailure, match=problem):
         parse_answer(event, answer)
+
+
+# ---- rules that cannot be evaluated, and what `matches` means (issue 22, point 7) --------
+
+
+def test_a_rule_whose_arg_is_absent_is_a_failure_of_the_hook_not_a_pass() -> None:
+    """`ammount` (a typo) never exists: the rule cannot be evaluated, whatever its phrasing,
+    and says so instead of letting the call through as if the condition were false."""
+    for action in ({"then": "deny"}, {"else": "deny"}):
+        rule = {"arg": "ammount", "op": "in", "value": [1, 2, 3], **action}
+        with pytest.raises(RuleUnusable, match="`ammount` is not in the arguments"):
+            denies(rule, {"amount": 5000})
+    with pytest.raises(RuleUnusable, match=r"`order.items\[5\].sku`"):
+        denies({"arg": "order.items[5].sku", "op": "equals", "value": 1, "then": "deny"})
+
+
+def test_a_rule_with_an_arg_on_a_text_answer_cannot_be_evaluated() -> None:
+    with pytest.raises(RuleUnusable, match="a text"):
+        denies({"arg": "secret", "op": "contains", "value": "x", "then": "deny"}, "plain text")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "text", "holds"),
+    [
+        (r"^\d+$", "123", True),
+        (r"^\d+$", "123\n", False),  # `$` is the very end: no trailing newline slips through
+        (r"^\d+$", "\u0661\u0662\u0663", False),  # Arabic-Indic digits are not `\d`
+        (r"^\w+$", "caf\u00e9", False),  # ASCII word characters only
+        (r"^[$]\d$", "$5", True),  # a `$` inside a class is a character
+        (r"^a\$$", "a$", True),  # an escaped `$` too
+        (r"(?m)^ok$", "ok\nnext", True),  # with (?m), `$` ends each line, as documented
+    ],
+)
+def test_matches_anchors_at_the_very_end_with_ascii_classes(
+    pattern: str, text: str, holds: bool
+) -> None:
+    rule = {"arg": "v", "op": "matches", "value": pattern, "then": "deny"}
+    assert (denies(rule, {"v": text}) is not None) is holds

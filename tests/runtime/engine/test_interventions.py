@@ -147,3 +147,40 @@ def test_a_tool_that_cannot_finish_within_the_budget_is_left_for_the_next_invoca
     assert head.status == "running" and head.started_calls == [] and CALLS == []
     done = asyncio.run(engine.advance(head.run_id, budget_seconds=60))
     assert done.status == "succeeded" and [c[0] for c in CALLS] == ["slow_charge"]
+
+
+def test_cancelling_during_a_read_only_call_records_it_as_cut_off() -> None:
+    """Issue 22, point 14: a cancel records every call of the interrupted step whose result
+    was not recorded, so the result accounts for each call the model asked for. A read-only
+    call has no effect to check: it is listed as cut off, without `outcome_unknown`; an
+    idempotent call of the same step is `outcome_unknown` (it may have been running)."""
+    script = [
+        {
+            "tool_calls": [
+                call("aslow", {"label": "look", "seconds": 0.5}, id="look"),
+                call("slow", {"seconds": 0.01}, id="next"),
+            ]
+        },
+        {"text": "never"},
+    ]
+    worker, api, store = _engines(make_spec(script, tools=["aslow", "slow"]))
+    head = worker.start("a", "look it up")
+    CALLS.clear()
+
+    async def advance_and_cancel() -> str:
+        task = asyncio.create_task(worker.advance(head.run_id))
+        await asyncio.sleep(0.2)  # the worker is inside the read-only call
+        api.cancel(head.run_id, by="ops")
+        return (await task).status
+
+    assert asyncio.run(advance_and_cancel()) == "cancelled"
+    assert [c[0] for c in CALLS] == ["aslow"]
+    records = {r["tool_call_id"]: r for r in worker.result(head.run_id)["tool_calls"]}
+    assert set(records) == {"look", "next"}
+    look, following = records["look"], records["next"]
+    assert look["success"] is False and "outcome_unknown" not in look
+    assert "cancelled" in look["output"]["error"] and "read-only" in look["output"]["error"]
+    # Idempotent calls record no start, so a cancel cannot tell whether it was under way.
+    assert following["outcome_unknown"] is True
+    events = [e.type for e in store.list_events(head.run_id, limit=100)]
+    assert events[-1] == "run_failed"

@@ -432,3 +432,50 @@ def test_the_last_answer_is_persisted_with_the_model_that_gave_it() -> None:
     messages = engine.store.load_messages(head)
     assert isinstance(messages[-1], AssistantMessage) and messages[-1].model == "m"
     assert json.loads(messages[-1].model_dump_json())["turn"] == 1
+
+
+def test_an_answer_still_cut_off_after_three_continuations_is_marked_truncated() -> None:
+    """Issue 22, point 10: the answer is returned (what there is of it is the best there
+    is), but the result and the run_completed event say it was cut off."""
+    script = [{"text": f"p{i} ", "stop_reason": "max_tokens"} for i in range(5)]
+    engine = new_engine(make_spec(script, tools=[]))
+    head = run(engine)
+    result = engine.result(head.run_id)
+    assert result["status"] == "succeeded" and result["truncated"] is True
+    assert any("cut off" in w for w in result["warnings"])
+    (done,) = [e.data for e in engine.store.list_events(head.run_id) if e.type == "run_completed"]
+    assert done["truncated"] is True
+    whole = new_engine(make_spec([{"text": "all of it"}], tools=[]))
+    finished = run(whole)
+    assert "truncated" not in whole.result(finished.run_id)
+    (done,) = [
+        e.data for e in whole.store.list_events(finished.run_id) if e.type == "run_completed"
+    ]
+    assert "truncated" not in done
+
+
+def test_a_tool_output_cut_in_the_result_says_so_and_where_the_whole_is() -> None:
+    """Issue 22, point 10: an output over 8 KB is shown as its first 2,000 characters in the
+    result contract; the record says so, with the full length and the cache id that reads it
+    whole (session_cache_get), and so does the tool_result event."""
+    script = [
+        {
+            "tool_calls": [
+                call("big", {"size": 9_000}, id="b1"),
+                call("big", {"size": 100}, id="b2"),
+            ]
+        },
+        {"text": "done"},
+    ]
+    engine = new_engine(make_spec(script, tools=["big"], tool_result_max_chars=20_000))
+    head = run(engine)
+    records = {r["tool_call_id"]: r for r in engine.result(head.run_id)["tool_calls"]}
+    cut, whole = records["b1"], records["b2"]
+    assert len(cut["output"]) == 2000
+    assert cut["output_truncated"] is True and cut["output_chars"] == 9_000
+    assert cut["full_output"]["cache_id"] == "b1"
+    stored = engine.store.blobs.get(cut["full_output"]["key"])
+    assert len(stored.decode()) == 9_000  # the whole output is kept where the record says
+    assert "output_truncated" not in whole and len(whole["output"]) == 100
+    events = [e.data for e in engine.store.list_events(head.run_id) if e.type == "tool_result"]
+    assert [e.get("output_truncated", False) for e in events] == [True, False]

@@ -331,3 +331,62 @@ def test_a_crash_at_any_commit_of_a_team_run_resumes_to_the_same_result(
     messages = store.load_messages(head)
     assert head.msg_seq == len(messages)
     assert sum(isinstance(m, ToolResultMessage) for m in messages) == 2 + 1  # ask, transfer, help
+
+
+def _budget_spec(max_tokens: int) -> AgentfnSpec:
+    """Issue 22, point 9's scenario: `desk` (budget max_tokens) asks `kid` three times in one
+    answer. The first answer costs 110 tokens, so 890 are left when the children start; each
+    child's answer costs 325 tokens, two answers each: 2,060 in all when nothing holds them."""
+    scripts = {
+        "desk": [
+            {
+                "tool_calls": [_call("ask_kid", task=f"part {i}") for i in range(3)],
+                "usage": {"input_tokens": 100, "output_tokens": 10},
+            },
+            {"text": "All parts done."},
+        ],
+    }
+    data = _spec(scripts).model_dump(mode="json", by_alias=True)
+    data["agents"]["desk"]["sub_agents"] = [{"agent": "kid", "as": "tool"}]
+    data["agents"]["desk"]["budget"] = {"max_tokens": max_tokens}
+    data["models"]["desk"]["max_tokens"] = 50
+    data["agents"]["kid"] = {
+        "description": "Does one part.",
+        "model": "kid",
+        "tools": ["echo"],
+    }
+    data["models"]["kid"] = {
+        "provider": "scripted",
+        "max_tokens": 25,
+        "script": [
+            {
+                "tool_calls": [_call("echo", text="working")],
+                "usage": {"input_tokens": 300, "output_tokens": 25},
+            },
+            {"text": "part done", "usage": {"input_tokens": 300, "output_tokens": 25}},
+        ],
+    }
+    return AgentfnSpec.model_validate(data)
+
+
+def _spent(engine: Engine, run_id: str) -> int:
+    head = engine.store.load_head(run_id)
+    return head.usage.input_tokens + head.usage.output_tokens
+
+
+def test_parallel_children_share_what_is_left_of_the_budget() -> None:
+    """Each child used to start with the whole remainder (890) and the run spent 2,060 of
+    its 1,000 tokens. What is left is now split among the children started together, so the
+    run never spends more than its budget plus one model call's estimate."""
+    free = _engine(_budget_spec(1_000_000))  # the same team without a limit that matters
+    unbounded = asyncio.run(free.run("desk", "do the three parts"))
+    assert unbounded.status == "succeeded" and _spent(free, unbounded.run_id) > 2000
+    one_call = max(r.estimated_tokens for r in _requests(free, "kid")) + 25  # its max_tokens
+
+    engine = _engine(_budget_spec(1000))
+    head = asyncio.run(engine.run("desk", "do the three parts"))
+    children = [engine.store.load_head(c) for c in engine.result(head.run_id)["child_run_ids"]]
+    assert len(children) == 3
+    shares = [c.budget_left.tokens for c in children if c.budget_left is not None]
+    assert shares == [296, 296, 296]  # 890 split three ways
+    assert _spent(engine, head.run_id) <= 1000 + one_call, _spent(engine, head.run_id)
