@@ -24,7 +24,11 @@ TERMINAL = {"succeeded", "failed", "cancelled"}
 
 
 class ApiError(Exception):
-    """The API answered with an error, or could not be reached."""
+    """The API answered with an error (its HTTP status), or could not be reached (None)."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
 
 
 class UsageError(Exception):
@@ -114,7 +118,7 @@ def _checked(response: Any, signed: bool) -> dict[str, Any]:
     hint = ""
     if status == 403 and not signed:
         hint = "\n(the API may use IAM auth: add --sigv4, with AWS credentials in the environment)"
-    raise ApiError(f"HTTP {status} {detail}{hint}")
+    raise ApiError(f"HTTP {status} {detail}{hint}", status)
 
 
 def _signer(url: str, region: str | None) -> Any:
@@ -285,18 +289,54 @@ def cmd_cancel(client: Client, args: argparse.Namespace) -> int:
 def cmd_start(client: Client, args: argparse.Namespace) -> int:
     if args.wait < 0:
         raise UsageError("--wait must be 0 or more seconds")
+    if args.workflow:
+        return _start_workflow(client, args)
     body: dict[str, Any] = {"input": " ".join(args.input), "wait_seconds": args.wait}
     if args.session:
         body["session_id"] = args.session
-    _, run = client.post(f"/agents/{quote(args.agent, safe='')}/runs", body)
+    try:
+        _, run = client.post(f"/agents/{quote(args.agent, safe='')}/runs", body)
+    except ApiError as exc:
+        if exc.status == 404 and args.agent in _workflow_names(client):
+            return _start_workflow(client, args)  # a workflow's name: start that
+        raise
     print(_dump(run) if args.json else describe(run))
+    return EXIT_OK
+
+
+def _workflow_names(client: Client) -> list[str]:
+    try:
+        listed = client.get("/workflows").get("workflows", [])
+    except ApiError:
+        return []
+    return [w["name"] if isinstance(w, dict) else str(w) for w in listed]
+
+
+def _start_workflow(client: Client, args: argparse.Namespace) -> int:
+    """`POST /workflows/{name}/runs`: the input is JSON when it parses as JSON (a workflow
+    with an input_schema takes an object), else the text."""
+    text = " ".join(args.input)
+    try:
+        given: Any = json.loads(text)
+    except ValueError:
+        given = text
+    _, run = client.post(f"/workflows/{quote(args.agent, safe='')}/runs", {"input": given})
+    if args.json:
+        print(_dump(run))
+    else:
+        head = [run.get("workflow_run_id"), run.get("workflow"), run.get("status")]
+        print("workflow run " + " · ".join(str(part) for part in head))
+        for step in run.get("steps", []):
+            print(f"  {step.get('id')}: {step.get('status')}")
     return EXIT_OK
 
 
 # ---- wiring ------------------------------------------------------------------------------
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
+def _common(
+    parser: argparse.ArgumentParser, json_help: str = "print the API's JSON answer"
+) -> None:
     parser.add_argument(
         "--url",
         default=os.environ.get("AGENTFN_URL", DEFAULT_URL),
@@ -307,7 +347,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--region", help="the API's region for --sigv4 (default: from the URL)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
-    parser.add_argument("--json", action="store_true", help="print the API's JSON answer")
+    parser.add_argument("--json", action="store_true", help=json_help)
 
 
 def add_parsers(sub: Any) -> None:
@@ -328,7 +368,7 @@ def add_parsers(sub: Any) -> None:
         help="seconds between polls of a server that cannot stream or long-poll",
     )
     p.set_defaults(func=_entry(cmd_events))
-    _common(p)
+    _common(p, json_help="print each event as one JSON object a line (JSON Lines)")
 
     p = sub.add_parser("approve", help="approve (or --deny) a run's pending tool call(s)")
     p.add_argument("run_id")
@@ -350,9 +390,10 @@ def add_parsers(sub: Any) -> None:
     p.set_defaults(func=_entry(cmd_cancel))
     _common(p)
 
-    p = sub.add_parser("start", help="start a run over the HTTP API")
-    p.add_argument("agent")
-    p.add_argument("input", nargs="+", help="the user's message")
+    p = sub.add_parser("start", help="start a run (or a workflow run) over the HTTP API")
+    p.add_argument("agent", help="an agent, or a workflow (found by its name, or --workflow)")
+    p.add_argument("input", nargs="+", help="the user's message (a workflow's: JSON or text)")
+    p.add_argument("--workflow", action="store_true", help="AGENT names a workflow")
     p.add_argument(
         "--wait", type=float, default=0, metavar="N", help="run inline up to N seconds (≤ 25)"
     )

@@ -14,8 +14,9 @@ def banner(spec: Any, spec_path: Path, port: int, aws_url: str) -> str:
 
     region = LOCAL_REGION
     api = f"http://{HOST}:{port}"
-    agent = "billing" if "billing" in spec.agents else next(iter(spec.agents))
-    body = json.dumps({"input": "Refund ORD-1001, it arrived broken", "wait_seconds": 5})
+    agent = next(iter(spec.agents))
+    about = " ".join(spec.agents[agent].description.split())[:100]
+    body = json.dumps({"input": "Hello! What can you do for me?", "wait_seconds": 5})
     return "\n".join(
         [
             f"agentfn dev · {spec_path.name}: {len(spec.agents)} agents ({', '.join(spec.agents)})",
@@ -24,7 +25,7 @@ def banner(spec: Any, spec_path: Path, port: int, aws_url: str) -> str:
             f"  AWS endpoint  {aws_url}   (moto: DynamoDB, S3, Step Functions, Lambda, Events)",
             f"  table         {LOCAL_TABLE}",
             f"  bucket        {LOCAL_BUCKET}",
-            "try:",
+            f"try ({agent}: {about}):",
             f"  curl -s -X POST {api}/agents/{agent}/runs -H 'content-type: application/json' \\",
             f"       -d '{body}'",
             f"  AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing aws --region {region} \\",

@@ -261,6 +261,8 @@ def _resolves_secrets(path: Path_) -> bool:
         return True
     if len(path) == 4 and path[:3] == ("deployment", "telemetry", "headers"):
         return True  # runtime.observability resolves them when it builds its exporter
+    if path in (("web", "search", "api_key"), ("web", "scrape", "firecrawl", "api_key")):
+        return True  # credentials, like a model's api_key (runtime.tools.web)
     return is_hook_header(path) or (len(path) == 3 and path[0] == "models" and path[2] == "api_key")
 
 
@@ -273,7 +275,8 @@ def _check_secrets(root: dict[str, Any]) -> Iterator[RefProblem]:
                 "a secret reference here would be sent as written: ${secret:NAME} is resolved "
                 "only in HTTP tool and MCP server `headers`, MCP server `env` and model "
                 "`api_key` values (and an MCP server's `oauth.client_secret`, http hooks' "
-                "`headers`, `deployment.telemetry.headers`)",
+                "`headers`, `deployment.telemetry.headers`, `web.search.api_key`, "
+                "`web.scrape.firecrawl.api_key`)",
             )
         for name in SECRET_REF_RE.findall(text):
             if name not in declared:

@@ -90,7 +90,12 @@ class RunService(Executions, TeamOrchestration):
         before answering, and the answer always carries the run id. `time_left` (the API's
         own remaining time) bounds the inline attempt, in-flight model call included."""
         if agent not in self.engine.spec.agents:
-            raise InvalidRequest(f"no agent named {agent!r}", field="agent", not_found=True)
+            hint = (
+                f"; {agent!r} is a workflow: POST /workflows/{agent}/runs"
+                if agent in self.engine.spec.workflows
+                else ""
+            )
+            raise InvalidRequest(f"no agent named {agent!r}{hint}", field="agent", not_found=True)
         head = self.engine.start(agent, text, session_id)
         budget = min(max(0.0, wait_seconds), MAX_INLINE_SECONDS)
         if time_left is not None:

@@ -255,3 +255,37 @@ def test_a_workflow_path_error_names_the_agents_output_schema_with_one_quote(
     done = run_agentfn("validate", cwd=tmp_path)
     assert "the output_schema of 'classifier' has no property 'categroy'" in done.stderr
     assert "''" not in done.stderr
+
+
+WEB_SPEC = """\
+version: 1
+secrets:
+  exa-key: {{source: secretsmanager, name: agentfn/exa}}
+web:
+  search: {{provider: exa, api_key: "${{secret:exa-key}}", base_url: "{site}/exa/search"}}
+models:
+  m:
+    provider: scripted
+    script:
+      - tool_calls: [{{name: web_search, arguments: {{query: agentfn}}}}]
+      - text: done
+agents:
+  a: {{description: d, model: m, system_prompt: hi, tools: ["builtin:web_search"]}}
+"""
+
+
+def test_a_web_search_key_is_a_secret_that_validates_and_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.runtime.tools import web_server
+
+    with web_server.serve() as site:
+        (tmp_path / "agents.yaml").write_text(WEB_SPEC.format(site=site))
+        done = run_agentfn("validate", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        monkeypatch.setenv("AGENTFN_SECRET_EXA_KEY", web_server.KEY)
+        done = run_agentfn("run", "a", "search", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    [search] = json.loads(done.stdout)["tool_calls"]
+    assert search["success"], search
+    assert web_server.KEY not in done.stdout + done.stderr  # the key itself is never shown
