@@ -6,8 +6,9 @@ is `READ ONLY` and `statement_timeout` stops a runaway statement at the tool's t
 (`SET LOCAL`: both end with the transaction). MySQL cannot make a transaction that the
 Data API has already begun read-only (it refuses to change a running transaction's access
 mode), so there the database role is the wall (docs/spec.md: `agentfn db-grants`), and
-`max_execution_time` bounds the SELECT. The Data API's own call limit (45 s) is the outer
-bound in both."""
+`max_execution_time` bounds the SELECT (a session setting: it stays on the Data API's pooled
+connection, where it bounds only SELECTs, which agentfn's reads all want bounded). The
+Data API's own call limit (45 s) is the outer bound in both."""
 
 from __future__ import annotations
 
