@@ -121,3 +121,43 @@ def test_a_deeply_nested_condition_is_a_validation_error_at_its_line(tmp_path: P
     assert not result.ok
     (issue,) = [i for i in result.issues if "deep" in i.message]
     assert issue.line == line and issue.file == str(spec)
+
+
+LONE = """\
+version: 1
+models:
+  m: {provider: scripted, script: [{text: hi}]}
+agents:
+  judge:
+    description: d
+    model: m
+    output_schema: {type: object, properties: {ok: {type: boolean}, score: {type: integer}}}
+  plain: {description: d, model: m}
+workflows:
+  f:
+    input_schema: {type: object, properties: {word: {type: string}, flag: {type: boolean}}}
+    steps:
+      - {id: a, agent: judge, when: "{flag} and not {input.word.x}"}
+      - {id: b, agent: plain, when: "{a.ok} or ({a.score} > 1)"}
+      - {id: c, loop: {agent: judge, until: "{c.ok}"}}
+      - {id: d, agent: plain, when: "WHEN"}  #!
+"""
+
+
+@pytest.mark.parametrize(
+    ("when", "kind"),
+    [("{word}", "of type string"), ("not {a.score}", "of type integer"), ("{b}", "text")],
+)
+def test_a_lone_reference_to_a_value_that_is_never_true_is_refused(
+    when: str, kind: str, tmp_path: Path
+) -> None:
+    spec, line = _write_project(tmp_path, LONE.replace("WHEN", when))
+    result = validate_file(spec)
+    (issue,) = result.issues
+    assert issue.line == line and f"it is {kind}: compare it instead" in issue.message
+
+
+def test_lone_references_to_booleans_or_unknown_values_are_valid(tmp_path: Path) -> None:
+    spec, _ = _write_project(tmp_path, LONE.replace("WHEN", "{a.ok} and not {c.ok}"))
+    result = validate_file(spec)
+    assert result.ok, [str(issue) for issue in result.issues]
