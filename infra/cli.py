@@ -1,4 +1,5 @@
-"""`agentfn` command line: validate, schema, build, run, dev, and the HTTP API commands.
+"""`agentfn` command line: validate, schema, build, run, dev, db-grants, and the HTTP API
+commands.
 
 Exit codes: 0 success; 1 the spec is invalid, a check failed or a run failed; 2 usage.
 Diagnostics go to stderr; stdout carries only what was asked for (a schema, a template
@@ -174,6 +175,24 @@ def cmd_run(args: argparse.Namespace) -> int:
     return run_command(args, spec)
 
 
+def cmd_db_grants(args: argparse.Namespace) -> int:
+    from infra.database_grants import aurora_databases, grants_sql
+
+    spec = _load(args.file)
+    if spec is None:
+        return 1
+    names = args.database or aurora_databases(spec)
+    if not names:
+        _err(f"{args.file}: no aurora database: SQLite's second wall is its authorizer")
+        return 1
+    try:
+        print("\n".join(grants_sql(spec, name) for name in names), end="")
+    except ValueError as exc:
+        _err(f"agentfn db-grants: {exc}")
+        return 1
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="agentfn", description="Serverless AI agents from agents.yaml."
@@ -206,6 +225,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_build)
 
+    p = sub.add_parser(
+        "db-grants", help="print the SQL of an Aurora role with only the spec's table rights"
+    )
+    p.add_argument("-f", "--file", default=DEFAULT_SPEC)
+    p.add_argument("database", nargs="*", help="aurora databases (default: all of them)")
+    p.set_defaults(func=cmd_db_grants)
+
     p = sub.add_parser("run", help="run an agent or a workflow on the embedded AWS (moto)")
     from infra.run_cli import add_arguments
 
@@ -227,7 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 #: Commands that only read a spec and write files: whatever goes wrong is one line, never a
 #: traceback (the spec checks report every real problem; this is the last resort).
-_ONE_LINE_ERRORS = {"validate", "build", "schema"}
+_ONE_LINE_ERRORS = {"validate", "build", "schema", "db-grants"}
 
 
 def main(argv: list[str] | None = None) -> int:

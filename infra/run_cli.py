@@ -16,7 +16,6 @@ and the run is recorded as cancelled.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import signal
@@ -30,6 +29,7 @@ from typing import Any, TextIO
 from runtime.events import Event
 from runtime.spec import AgentfnSpec
 from runtime.teams import waiting_for_a_person
+from runtime.tools.threads import run_loop
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NEEDS_REPLY = 0, 1, 2, 3
 EXIT_TERMINATED = 128 + signal.SIGTERM
@@ -42,7 +42,7 @@ class Terminated(KeyboardInterrupt):
 @contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
     """While inside, SIGTERM raises `Terminated` in the main thread, as SIGINT raises
-    KeyboardInterrupt: `asyncio.run` then cancels the advance and waits for its cleanup."""
+    KeyboardInterrupt: `run_loop` then cancels the advance and waits for its cleanup."""
     if threading.current_thread() is not threading.main_thread():
         yield  # signal handlers can only be set from the main thread
         return
@@ -307,7 +307,7 @@ def _drive(engine: Any, args: argparse.Namespace, text: str, progress: Progress)
     head = engine.start(args.agent, text, args.session)
     try:
         while True:
-            head = asyncio.run(engine.advance(head.run_id))
+            head = run_loop(engine.advance(head.run_id))
             # A run waiting for its children waits for whichever of them waits for a person.
             waiting = waiting_for_a_person(engine.store, head) or head
             if waiting.status == "awaiting_input" and waiting.clarification is not None:

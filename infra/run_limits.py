@@ -8,7 +8,10 @@ data or Step Functions' limits, and a storage prefix inside the engine's own S3 
 - `session.ttl` keeps a session's history, whose bodies are S3 objects that expire with
   `deployment.retention`: a longer ttl would keep references to deleted bodies.
 - `storage_prefix` is where `builtin:storage_write` writes what the model chooses; inside
-  `tool-cache/`, `bodies/` or `results/` the model could overwrite the engine's records.
+  `tool-cache/`, `bodies/` or `results/` the model could overwrite the engine's records,
+  and overlapping another storage agent's prefix (or holding the whole default `storage/`,
+  where every agent's default prefix lies) it could read and overwrite that agent's files:
+  refused unless every agent involved says `storage_shared: true`.
 
 And one warning (the spec stays valid): an agent that offers more tools than a model request
 may carry (OpenAI's 128) fails every model call. Only tools the spec names can be counted
@@ -70,6 +73,7 @@ def check_run_limits(root: dict[str, Any]) -> Iterator[RefProblem]:
                 "bodies expire with the retention; raise the retention or shorten the ttl",
             )
         yield from _check_storage_prefix(name, agent.get("storage_prefix"))
+    yield from _check_storage_overlaps(_mapping(root.get("agents")))
     for path, value in waits:
         seconds = _seconds(value)
         if seconds is None:
@@ -125,6 +129,48 @@ def _check_storage_prefix(agent: str, prefix: Any) -> Iterator[RefProblem]:
                 f"'storage/{agent}/'",
             )
             return
+
+
+STORAGE_TOOLS = ("builtin:storage_read", "builtin:storage_write")
+DEFAULT_STORAGE = "storage/"
+
+
+def _check_storage_overlaps(agents: dict[str, Any]) -> Iterator[RefProblem]:
+    """Storage agents whose prefixes nest (one lists the other's files), unless both share
+    on purpose; and a prefix holding the whole default area `storage/`."""
+    prefixes: dict[str, str] = {}
+    shared: dict[str, bool] = {}
+    for name, raw in agents.items():
+        agent = _mapping(raw)
+        tools = [t for t in agent.get("tools") or [] if isinstance(t, str)]
+        prefix = agent.get("storage_prefix")
+        if not any(t in STORAGE_TOOLS for t in tools) or not isinstance(prefix, (str, type(None))):
+            continue
+        prefixes[name] = (prefix or "storage/{agent}/").replace("{agent}", name)
+        shared[name] = agent.get("storage_shared") is True
+    for name, prefix in prefixes.items():
+        if "storage_prefix" not in _mapping(agents[name]):
+            continue  # a default prefix; an overlap is reported on the custom one
+        where = ("agents", name, "storage_prefix")
+        if DEFAULT_STORAGE.startswith(prefix) and not shared[name]:
+            yield RefProblem(
+                where,
+                f"storage_prefix {prefix!r} holds {DEFAULT_STORAGE!r}, where every agent's "
+                "default storage lies: this agent could read and overwrite theirs; choose "
+                f"'storage/{name}/' or another prefix of its own, or set storage_shared: true",
+            )
+            continue
+        for other, theirs in prefixes.items():
+            if other == name or not (prefix.startswith(theirs) or theirs.startswith(prefix)):
+                continue
+            if not (shared[name] and shared[other]):
+                yield RefProblem(
+                    where,
+                    f"storage_prefix {prefix!r} overlaps agent {other!r}'s {theirs!r}: each "
+                    "could read and overwrite the other's files; choose a prefix of its own, "
+                    "or set storage_shared: true on both agents to share on purpose",
+                )
+                break
 
 
 def _seconds(value: Any) -> float | None:

@@ -17,6 +17,8 @@ from infra.issues import mapping as _mapping
 from infra.yamlsrc import Path_
 from runtime.workflows.template import (
     REF_RE,
+    Compare,
+    Junction,
     TemplateError,
     condition_references,
     parse_condition,
@@ -75,6 +77,44 @@ class _Scope:
             hint = hint or " (a workflow without `input_schema` takes text: use {input})"
         return f"{{{path}}} names no input property or earlier step{hint}"
 
+    def value_type(
+        self, path: str, own: str | None = None, loop: dict[str, Any] | None = None
+    ) -> str | None:
+        """What the value at `path` is known to be, as a JSON type (`"text"`: a text
+        result or input); None when the spec does not say."""
+        head, *rest = path.split(".")
+        schema: Any = None
+        if head == "input" and not rest:
+            return "text" if self.input_schema is None else _json_type(self.input_schema)
+        if head in self.input_properties():
+            schema = self.input_properties()[head]
+        elif head in self.steps or head == own:
+            step = (loop if head == own else None) or self.steps.get(head) or {}
+            if "parallel" in step or "map" in step:
+                if not rest:
+                    return "array"
+                branches = _list(step.get("parallel"))
+                index = int(rest[0]) if rest[0].isdigit() else -1
+                agent = (
+                    _mapping(branches[index]).get("agent")
+                    if 0 <= index < len(branches)
+                    else _mapping(step.get("map")).get("agent")
+                )
+                rest = rest[1:]
+            else:
+                agent = step.get("agent") or _mapping(step.get("loop")).get("agent")
+            schema = _mapping(self.agents.get(agent)).get("output_schema") if agent else None
+            if schema is None and agent in self.agents:
+                return None if rest else "text"
+        for part in rest:
+            schema = _mapping(schema)
+            schema = (
+                schema.get("items")
+                if part.isdigit()
+                else _mapping(schema.get("properties")).get(part)
+            )
+        return _json_type(schema)
+
     def _step_path_problem(self, step_id: str, step: dict[str, Any], rest: list[str]) -> str | None:
         if not rest:
             return None
@@ -104,6 +144,23 @@ class _Scope:
                 "text: refer to the whole result, or give the agent an output_schema"
             )
         return _schema_path_problem(schema, rest, f"the output_schema of {agent!r}")
+
+
+def _json_type(schema: Any) -> str | None:
+    """The schema's one JSON type, or None (no type, several, not a schema)."""
+    kind = _mapping(schema).get("type")
+    if isinstance(kind, list):
+        return None if "boolean" in kind or len(kind) != 1 else str(kind[0])
+    return kind if isinstance(kind, str) else None
+
+
+def _lone_references(tree: Any) -> Iterator[str]:
+    """The references a condition tests alone (`{ref}`, `not {ref}`)."""
+    if isinstance(tree, Junction):
+        for part in tree.parts:
+            yield from _lone_references(part)
+    elif isinstance(tree, Compare) and tree.op is None:
+        yield tree.left.path
 
 
 def _schema_path_problem(schema: Any, rest: list[str], what: str) -> str | None:
@@ -240,3 +297,12 @@ def _condition(
         return
     for ref in condition_references(tree):
         yield from _reference(ref, path, scope, own=own, loop=loop)
+    for ref in _lone_references(tree):
+        kind = scope.value_type(ref, own, loop)
+        if kind not in (None, "boolean"):
+            yield RefProblem(
+                path,
+                f"a lone {{{ref}}} holds only when the value is true, and it is "
+                f"{'text' if kind == 'text' else f'of type {kind}'}: compare it instead, "
+                f"e.g. {{{ref}}} == 'yes' or {{{ref}}} != null",
+            )

@@ -230,11 +230,11 @@ class RunService(Executions, TeamOrchestration):
         raise AssertionError(action)  # TASK_ACTIONS lists every branch above
 
     def advance(self, run_id: str, budget: float) -> RunHead:
-        import asyncio
+        from runtime.tools.threads import run_loop
 
         loaded = self.engine.store.load_head(run_id)
         logs.bind_head(loaded)  # the run's keys on every log line of this advance (deployed)
-        head = asyncio.run(self.engine.advance(run_id, budget, loaded))
+        head = run_loop(self.engine.advance(run_id, budget, loaded))
         if head.status != loaded.status:
             self.notify(head)
         return head

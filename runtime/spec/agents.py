@@ -191,6 +191,11 @@ class AgentConfig(SpecModel):
         pattern=r"^[A-Za-z0-9_.\-/{}]+/$",
         description="S3 prefix for builtin:storage_read/write (default storage/{agent}/).",
     )
+    storage_shared: bool = Field(
+        False,
+        description="Allow this agent's storage_prefix to overlap other agents' (each of "
+        "them must say so too), or to hold the default storage/ area.",
+    )
     input_timeout: Duration | None = Field(
         None, description="How long a clarification waits; overrides defaults.input_timeout."
     )

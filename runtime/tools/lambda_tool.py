@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor
 from typing import Any
 
 from runtime.spec.tools import LambdaTool
@@ -21,7 +21,7 @@ def lambda_tool(
     name: str,
     config: LambdaTool,
     client: Callable[[], Any],
-    threads: ThreadPoolExecutor | None = None,
+    threads: Executor | None = None,
 ) -> FunctionTool:
     """`client` returns a boto3 Lambda client (created on first use, reused after); the
     invoke blocks, in `threads` (the agent's pool, runtime.tools.threads)."""

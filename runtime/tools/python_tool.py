@@ -10,7 +10,7 @@ import importlib
 import inspect
 import types
 import typing
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
 
@@ -166,7 +166,7 @@ def plain(output: Any) -> Any:
 
 
 def python_tool(
-    name: str, config: PythonTool, package: str, threads: ThreadPoolExecutor | None = None
+    name: str, config: PythonTool, package: str, threads: Executor | None = None
 ) -> FunctionTool:
     """A sync function runs in `threads` (the agent's pool, runtime.tools.threads)."""
     func = resolve_handler(config.handler, package)

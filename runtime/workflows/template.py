@@ -9,7 +9,14 @@ missing value (a skipped step, a path that is not there) as nothing.
 A condition is `REF`, `not REF`, `REF OP LITERAL` (OP: `==`, `!=`, `<`, `<=`, `>`, `>=`),
 joined with `and` / `or` (`and` binds tighter), where a literal is a quoted string, a
 number, `true`, `false` or `null`. It is parsed by the small recursive descent below into
-a tree that is only ever compared — no expression of the author's is ever executed.
+a tree that is only ever compared — no expression of the author's is ever executed — and
+whose parentheses nest at most MAX_NESTING deep (a clear error, not a RecursionError).
+
+Values compare as JSON values: `1 == true` and `0 == false` are false (a boolean equals
+only a boolean), `1 == 1.0` is true (JSON has one number type), lists and objects compare
+element by element by the same rule. A lone `REF` holds only when the value is `true`:
+`"nope"`, `"yes"`, `1`, a non-empty list are not `true` (compare them: `{n} > 0`,
+`{answer} == 'yes'`), and `not REF` holds exactly when `REF` does not.
 """
 
 from __future__ import annotations
@@ -33,6 +40,8 @@ _TOKEN_RE = re.compile(
     re.VERBOSE,
 )
 _WORDS = {"true": True, "false": False, "null": None}
+#: How deep parentheses may nest in a condition.
+MAX_NESTING = 20
 
 
 class TemplateError(ValueError):
@@ -120,6 +129,7 @@ class _Parser:
     def __init__(self, text: str):
         self.tokens = list(_tokens(text))
         self.at = 0
+        self.depth = 0
         if not self.tokens:
             raise TemplateError("the condition is empty")
 
@@ -156,9 +166,13 @@ class _Parser:
     def comparison(self) -> Any:
         if self.peek() == ("paren", "("):
             self.take()
+            self.depth += 1
+            if self.depth > MAX_NESTING:
+                raise TemplateError(f"the condition nests parentheses more than {MAX_NESTING} deep")
             inner = self.disjunction()
             if self.take() != ("paren", ")"):
                 raise TemplateError("a `(` is not closed")
+            self.depth -= 1
             return inner
         negate = False
         if self.peek() == ("word", "not"):
@@ -204,7 +218,8 @@ def condition_references(tree: Any) -> list[str]:
 
 
 def holds(condition: str, scope: dict[str, Any]) -> bool:
-    """Whether the condition is true in `scope` (a comparison of unlike types is false)."""
+    """Whether the condition is true in `scope` (values compare as JSON values; an order
+    comparison of unlike types is false)."""
     return _evaluate(parse_condition(condition), scope)
 
 
@@ -214,12 +229,12 @@ def _evaluate(tree: Any, scope: dict[str, Any]) -> bool:
         return all(results) if tree.op == "and" else any(results)
     left = lookup(tree.left.path, scope)
     if tree.op is None:
-        return not _truthy(left) if tree.negate else _truthy(left)
+        return (left is not True) if tree.negate else (left is True)
     right = lookup(tree.right.path, scope) if isinstance(tree.right, Ref) else tree.right.value
     if tree.op == "==":
-        return bool(left == right)
+        return json_equal(left, right)
     if tree.op == "!=":
-        return bool(left != right)
+        return not json_equal(left, right)
     numbers = (int, float)
     comparable = (isinstance(left, numbers) and isinstance(right, numbers)) or (
         isinstance(left, str) and isinstance(right, str)
@@ -231,7 +246,13 @@ def _evaluate(tree: Any, scope: dict[str, Any]) -> bool:
     )
 
 
-def _truthy(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() not in ("", "false", "no", "0")
-    return bool(value)
+def json_equal(left: Any, right: Any) -> bool:
+    """Equality of JSON values: Python's `==` except that a boolean equals only a boolean
+    (Python has `True == 1` and `False == 0`), all the way down lists and objects."""
+    if isinstance(left, bool) or isinstance(right, bool):
+        return type(left) is type(right) and left == right
+    if isinstance(left, list) and isinstance(right, list):
+        return len(left) == len(right) and all(map(json_equal, left, right))
+    if isinstance(left, dict) and isinstance(right, dict):
+        return left.keys() == right.keys() and all(json_equal(v, right[k]) for k, v in left.items())
+    return bool(left == right)

@@ -182,7 +182,7 @@ def test_a_good_workflow_validates(tmp_path: Path) -> None:
               - {id: a, agent: classifier, input: "{ticket}"}
               - id: b
                 parallel:
-                  - {agent: plain, when: "{a.category} == 'billing' and not {a.tags}"}
+                  - {agent: plain, when: "{a.category} == 'billing' and {a.tags.0} == null"}
                   - {agent: classifier, input: "{input}"}
               - {id: c, map: {over: "{a.tags}", agent: plain, input: "tag {item}"}}
               - {id: d, agent: plain, input: "{b.1.category} {b.0} {c}"}

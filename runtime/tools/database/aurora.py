@@ -1,5 +1,14 @@
-"""Aurora through the RDS Data API: a query runs in a transaction that is rolled back (read
-only on PostgreSQL), a write in one that is committed. Values are always parameters."""
+"""Aurora through the RDS Data API: a query runs in a transaction that is rolled back, a
+write in one that is committed. Values are always parameters.
+
+Behind the SQL guard, a read has walls of the database's own: on PostgreSQL the transaction
+is `READ ONLY` and `statement_timeout` stops a runaway statement at the tool's timeout
+(`SET LOCAL`: both end with the transaction). MySQL cannot make a transaction that the
+Data API has already begun read-only (it refuses to change a running transaction's access
+mode), so there the database role is the wall (docs/spec.md: `agentfn db-grants`), and
+`max_execution_time` bounds the SELECT (a session setting: it stays on the Data API's pooled
+connection, where it bounds only SELECTs, which agentfn's reads all want bounded). The
+Data API's own call limit (45 s) is the outer bound in both."""
 
 from __future__ import annotations
 
@@ -38,17 +47,23 @@ def _failed(exc: Exception, what: str) -> ToolError:
     return ToolError(f"the {what} failed: {message[:500]}")
 
 
-def query(client: Any, config: AuroraDatabase, sql: str) -> dict[str, Any]:
+def session_statements(config: AuroraDatabase, timeout: float) -> list[str]:
+    """What runs in the read's transaction before the agent's SELECT."""
+    ms = max(1, int(timeout * 1000))
+    if config.engine == "postgresql":
+        return ["SET TRANSACTION READ ONLY", f"SET LOCAL statement_timeout = {ms}"]
+    return [f"SET SESSION max_execution_time = {ms}"]
+
+
+def query(client: Any, config: AuroraDatabase, sql: str, timeout: float = 30.0) -> dict[str, Any]:
     target = _target(config)
     try:
         transaction = client.begin_transaction(**target)["transactionId"]
     except Exception as exc:
         raise _failed(exc, "query") from None
     try:
-        if config.engine == "postgresql":
-            client.execute_statement(
-                **target, sql="SET TRANSACTION READ ONLY", transactionId=transaction
-            )
+        for setting in session_statements(config, timeout):
+            client.execute_statement(**target, sql=setting, transactionId=transaction)
         answer = client.execute_statement(
             **target,
             sql=sql,

@@ -13,6 +13,7 @@ tables, values are always bound as parameters, and UPDATE/DELETE need a WHERE.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from runtime.tools.base import ToolError
@@ -26,6 +27,14 @@ FORBIDDEN_FUNCTIONS = frozenset(
         "pg_stat_file", "lo_import", "lo_export", "dblink", "dblink_exec", "pg_sleep",
         "load_file", "sleep", "benchmark", "sys_exec", "sys_eval", "set_config",
         "pg_terminate_backend", "pg_cancel_backend", "query_to_xml",
+        # PostgreSQL functions that read a table or run a query named in a string, out of
+        # the parser's sight: `table_to_xml('secrets', ...)` reads secrets
+        "query_to_xmlschema", "query_to_xml_and_xmlschema", "table_to_xml",
+        "table_to_xmlschema", "table_to_xml_and_xmlschema", "cursor_to_xml",
+        "cursor_to_xmlschema", "schema_to_xml", "schema_to_xmlschema",
+        "schema_to_xml_and_xmlschema", "database_to_xml", "database_to_xmlschema",
+        "database_to_xml_and_xmlschema", "ts_stat", "lo_get", "pg_sleep_for",
+        "pg_sleep_until", "pg_ls_logdir", "pg_ls_waldir", "pg_ls_tmpdir",
     }
 )  # fmt: skip
 DIALECTS = {"sqlite": "sqlite", "postgresql": "postgres", "mysql": "mysql"}
@@ -58,18 +67,63 @@ def check_select(sql: str, readable: set[str], dialect: str) -> str:
             name = (node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
             if name in FORBIDDEN_FUNCTIONS:
                 raise ToolError(f"the function {name}() is not allowed")
-    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
     allowed = {t.lower() for t in readable}
-    for table in tree.find_all(exp.Table):
-        name = table.name.lower()
-        if not name:
-            raise ToolError("a table-valued function or expression is not allowed in FROM")
+    for table in _real_tables(tree):
         if table.args.get("catalog") or (table.db and table.db.lower() not in ("", "main")):
             raise ToolError(f"only this database's tables: {table.sql()} is not allowed")
-        if name not in allowed and name not in ctes:
+        if table.name.lower() not in allowed:
             listed = ", ".join(sorted(readable))
             raise ToolError(f"table {table.name!r} is not one this agent may read ({listed})")
     return sql.strip().rstrip(";")
+
+
+def _real_tables(tree: Any) -> Iterator[Any]:
+    """Every table reference in the statement that is not a CTE in scope at that point.
+
+    A CTE name shadows a table only inside the query that carries its WITH (its main
+    query, the CTEs listed after it, its own body when the WITH is RECURSIVE) and the
+    scopes nested in those, never a sibling or an enclosing query: in
+    `SELECT * FROM secrets WHERE EXISTS (WITH secrets AS (...) ...)` the outer `secrets`
+    is the table. A reference counts as the CTE only when it is spelled exactly as the
+    CTE's name, quoting included, and unqualified: whatever an engine's case rules, such
+    a pair names the same thing, so any doubt resolves to "a real table" and is checked.
+    The walk is an explicit stack (no recursion limit) over every node of the tree, so
+    no table reference escapes it wherever it sits.
+    """
+    from sqlglot import exp
+
+    stack: list[tuple[Any, frozenset[tuple[str, bool]]]] = [(tree, frozenset())]
+    while stack:
+        node, visible = stack.pop()
+        children = list(node.iter_expressions())
+        with_ = next((c for c in children if isinstance(c, exp.With)), None)
+        if with_ is not None:
+            names = visible
+            for cte in with_.expressions:
+                key = _key(cte.args.get("alias"))
+                own = names | {key} if with_.args.get("recursive") and key else names
+                stack.append((cte, own))
+                names = names | {key} if key else names
+            visible = names
+            children = [c for c in children if c is not with_]
+        if isinstance(node, exp.Table):
+            if not node.name:
+                raise ToolError("a table-valued function or expression is not allowed in FROM")
+            if node.args.get("db") or node.args.get("catalog") or _key(node) not in visible:
+                yield node
+        if isinstance(node, exp.In) and node.args.get("field") is not None:
+            raise ToolError("`IN table` is not allowed: write `IN (SELECT column FROM table)`")
+        stack.extend((child, visible) for child in children)
+
+
+def _key(node: Any) -> tuple[str, bool] | None:
+    """A name exactly as written: its text and whether it was quoted."""
+    from sqlglot import exp
+
+    identifier = node.this if node is not None else None
+    if not isinstance(identifier, exp.Identifier):
+        return None
+    return identifier.this, bool(identifier.args.get("quoted"))
 
 
 def build_write(

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -46,12 +48,35 @@ def _open(path: Path, write: bool) -> sqlite3.Connection:
     return sqlite3.connect(f"file:{path}?mode={mode}", uri=True, isolation_level=None, timeout=5)
 
 
-def query(path: Path, sql: str, readable: set[str]) -> dict[str, Any]:
-    """Run a checked SELECT in a transaction that is rolled back."""
+#: How many SQLite VM instructions run between two looks at the clock (~1 ms of work).
+PROGRESS_STEPS = 10_000
+
+
+def query(
+    path: Path,
+    sql: str,
+    readable: set[str],
+    *,
+    timeout: float | None = None,
+    cancel: threading.Event | None = None,
+) -> dict[str, Any]:
+    """Run a checked SELECT in a transaction that is rolled back.
+
+    A runaway statement (a recursive CTE without an end, a cross join of big tables) is
+    interrupted by SQLite itself once `timeout` seconds have passed or `cancel` is set
+    (the tool call was cancelled or timed out): the thread running it stops instead of
+    burning a core for as long as the process lives."""
     connection = _open(path, write=False)
     try:
         connection.execute("PRAGMA query_only = ON")
         connection.set_authorizer(_authorizer({t.lower() for t in readable}, set()))
+        deadline = None if timeout is None else time.monotonic() + timeout
+
+        def stop() -> int:  # non-zero: SQLite interrupts the statement
+            late = deadline is not None and time.monotonic() > deadline
+            return int(late or (cancel is not None and cancel.is_set()))
+
+        connection.set_progress_handler(stop, PROGRESS_STEPS)
         connection.execute("BEGIN")
         try:
             cursor = connection.execute(sql)
@@ -59,6 +84,10 @@ def query(path: Path, sql: str, readable: set[str]) -> dict[str, Any]:
             return capped_rows(columns, cursor)
         finally:
             connection.execute("ROLLBACK")
+    except sqlite3.OperationalError as exc:
+        if "interrupted" in str(exc):
+            raise ToolError(f"the query was stopped after {timeout or 0:g}s: {exc}") from None
+        raise ToolError(f"the query failed: {exc}") from None
     except sqlite3.DatabaseError as exc:
         raise ToolError(f"the query failed: {exc}") from None
     finally:

@@ -4,7 +4,7 @@ answered to the model as a clear error saying what to configure, never a crash."
 
 from __future__ import annotations
 
-import asyncio
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -12,6 +12,7 @@ from runtime.spec import AgentfnSpec
 from runtime.spec.databases import AuroraDatabase, DatabaseAccess, SqliteDatabase
 from runtime.tools.base import FunctionTool, ToolContext, ToolError
 from runtime.tools.paths import project_dir
+from runtime.tools.threads import blocking_pool, run_blocking
 
 QUERY_DESCRIPTION = (
     "Run one read-only SQL SELECT (joins, subqueries, CTEs, UNION allowed) on a database. "
@@ -29,6 +30,8 @@ def database_tools(
     spec: AgentfnSpec, agent: str, rds_data: Callable[[], Any]
 ) -> dict[str, FunctionTool]:
     access = spec.agents[agent].databases
+    # the statement is stopped by the database at the call's own limit (the tool's timeout)
+    limit = float(spec.agents[agent].tool_timeout or spec.defaults.tool_timeout)
     listed = "; ".join(f"{db}: {', '.join(a.read)}" for db, a in access.items()) or "none"
     writable = "; ".join(f"{db}: {', '.join(a.write)}" for db, a in access.items() if a.write)
 
@@ -55,8 +58,20 @@ def database_tools(
         sql = check_select(arguments.get("sql", ""), set(rights.read), dialect)
         if isinstance(config, SqliteDatabase):
             path = project_dir(spec) / config.path
-            return await asyncio.to_thread(sqlite.query, path, sql, set(rights.read))
-        return await asyncio.to_thread(aurora.query, rds_data(), config, sql)
+            cancel = threading.Event()
+            try:
+                return await run_blocking(
+                    blocking_pool(),
+                    sqlite.query,
+                    path,
+                    sql,
+                    set(rights.read),
+                    timeout=limit,
+                    cancel=cancel,
+                )
+            finally:  # cancelled or timed out: SQLite interrupts the statement at once
+                cancel.set()
+        return await run_blocking(blocking_pool(), aurora.query, rds_data(), config, sql, limit)
 
     async def run_write(arguments: dict[str, Any], ctx: ToolContext) -> Any:
         from runtime.tools.database import aurora, sqlite
@@ -68,9 +83,10 @@ def database_tools(
         if isinstance(config, SqliteDatabase):
             path = project_dir(spec) / config.path
             table = str(arguments["table"])
-            changed = await asyncio.to_thread(sqlite.write, path, sql, params, table)
+            changed = await run_blocking(blocking_pool(), sqlite.write, path, sql, params, table)
         else:
-            changed = await asyncio.to_thread(aurora.write, rds_data(), config, sql, params)
+            client = rds_data()
+            changed = await run_blocking(blocking_pool(), aurora.write, client, config, sql, params)
         return {"operation": arguments["operation"], "table": arguments["table"], "rows": changed}
 
     database = {"type": "string", "description": "Which database (optional when it has one)."}

@@ -177,6 +177,8 @@ def test_aurora_queries_in_a_read_only_transaction_that_is_rolled_back() -> None
         stub.add_response("begin_transaction", {"transactionId": "tx"}, TARGET)
         read_only = {**TARGET, "sql": "SET TRANSACTION READ ONLY", "transactionId": "tx"}
         stub.add_response("execute_statement", {}, read_only)
+        bound = {**TARGET, "sql": "SET LOCAL statement_timeout = 7500", "transactionId": "tx"}
+        stub.add_response("execute_statement", {}, bound)
         stub.add_response(
             "execute_statement",
             {
@@ -192,7 +194,7 @@ def test_aurora_queries_in_a_read_only_transaction_that_is_rolled_back() -> None
             },
         )
         stub.add_response("rollback_transaction", {"transactionStatus": "x"}, CLOSE)
-        answer = aurora.query(client, AURORA, "SELECT id, amount FROM orders")
+        answer = aurora.query(client, AURORA, "SELECT id, amount FROM orders", timeout=7.5)
         stub.assert_no_pending_responses()
     assert answer["columns"] == ["id", "amount"] and answer["rows"] == [["A", 10.5]]
 
@@ -233,3 +235,54 @@ def test_aurora_writes_with_typed_parameters_and_commits() -> None:
         stub.add_client_error("begin_transaction", "BadRequestException", "cluster is paused")
         with pytest.raises(ToolError, match="cluster is paused"):
             aurora.query(client, AURORA, "SELECT 1")
+
+
+def test_aurora_mysql_bounds_the_select_and_a_refused_setting_refuses_the_read() -> None:
+    """MySQL: `max_execution_time` before the SELECT. If the database refuses a wall (here
+    PostgreSQL's READ ONLY), the agent's SQL is never sent and the transaction is rolled back."""
+    mysql = AURORA.model_copy(update={"engine": "mysql"})
+    client = boto3.client("rds-data", region_name="us-east-1")
+    with Stubber(client) as stub:
+        stub.add_response("begin_transaction", {"transactionId": "tx"}, TARGET)
+        bound = {**TARGET, "sql": "SET SESSION max_execution_time = 2000", "transactionId": "tx"}
+        stub.add_response("execute_statement", {}, bound)
+        stub.add_response(
+            "execute_statement",
+            {"columnMetadata": [{"name": "n"}], "formattedRecords": '[{"n": 1}]'},
+            {
+                **TARGET,
+                "sql": "SELECT 1 AS n",
+                "transactionId": "tx",
+                "includeResultMetadata": True,
+                "formatRecordsAs": "JSON",
+            },
+        )
+        stub.add_response("rollback_transaction", {"transactionStatus": "x"}, CLOSE)
+        assert aurora.query(client, mysql, "SELECT 1 AS n", timeout=2)["rows"] == [[1]]
+        stub.assert_no_pending_responses()
+    with Stubber(client) as stub:
+        stub.add_response("begin_transaction", {"transactionId": "tx"}, TARGET)
+        stub.add_client_error("execute_statement", "BadRequestException", "permission denied")
+        stub.add_response("rollback_transaction", {"transactionStatus": "x"}, CLOSE)
+        with pytest.raises(ToolError, match="permission denied"):
+            aurora.query(client, AURORA, "SELECT * FROM secrets", timeout=2)
+        stub.assert_no_pending_responses()  # the SELECT was never sent
+
+
+def test_a_runaway_sqlite_statement_is_interrupted_by_its_deadline_or_a_cancel(
+    shop: Path,
+) -> None:
+    import threading
+    import time
+
+    runaway = "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT max(x) FROM n"
+    began = time.monotonic()
+    with pytest.raises(ToolError, match=r"stopped after 0\.5s"):
+        sqlite.query(shop, runaway, READ, timeout=0.5)
+    assert time.monotonic() - began < 2
+    cancel = threading.Event()
+    threading.Timer(0.3, cancel.set).start()
+    began = time.monotonic()
+    with pytest.raises(ToolError, match="interrupted"):
+        sqlite.query(shop, runaway, READ, cancel=cancel)
+    assert time.monotonic() - began < 2
