@@ -31,10 +31,31 @@ def workflow_input(spec: AgentfnSpec, name: str, words: list[str]) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError:
+        example = json.dumps(schema_example(spec.workflows[name].input_schema), ensure_ascii=False)
         raise ValueError(
-            f"workflow {name!r} takes a JSON object matching its input_schema, e.g. "
-            '\'{"ticket": "…"}\''
+            f"workflow {name!r} takes a JSON object matching its input_schema, e.g. '{example}'"
         ) from None
+
+
+_EXAMPLES: dict[str, Any] = {"string": "…", "integer": 1, "number": 1.0, "boolean": True}
+
+
+def schema_example(schema: Any) -> Any:
+    """A value of the schema's shape, for a usage hint: its required properties (or all, when
+    it requires none), each as its enum's first value or an example of its type."""
+    if not isinstance(schema, dict):
+        return "…"
+    if schema.get("enum"):
+        return schema["enum"][0]
+    kind = schema.get("type")
+    kind = kind[0] if isinstance(kind, list) and kind else kind
+    if kind == "object" or "properties" in schema:
+        properties = schema.get("properties") or {}
+        names = schema.get("required") or list(properties)
+        return {name: schema_example(properties.get(name)) for name in names}
+    if kind == "array":
+        return [schema_example(schema.get("items"))]
+    return _EXAMPLES.get(str(kind), "…")
 
 
 def run_workflow_command(args: argparse.Namespace, spec: AgentfnSpec) -> int:
@@ -74,12 +95,14 @@ def _follow(workflows: Any, workflow_run_id: str, args: argparse.Namespace) -> i
         waiting = _waiting_run(workflows, view)
         if waiting is not None and not _decide(workflows, waiting, args, replies):
             print(
-                f"step run {waiting.run_id} ({waiting.agent}) waits for a person: run the "
-                'same command with --approve/--deny or --reply "…" (or in a terminal).',
+                f"step run {waiting.run_id} ({waiting.agent}) {_what_it_waits_for(waiting)}: "
+                'run the same command with --approve/--deny or --reply "…" (or in a terminal).',
                 file=sys.stderr,
             )
             return EXIT_NEEDS_REPLY
         time.sleep(POLL_SECONDS)
+    if getattr(args, "trace", False):
+        _trace(workflows, view)
     if args.json:
         print(json.dumps(view, indent=2, ensure_ascii=False, default=str))
     elif view["status"] == "succeeded":
@@ -95,6 +118,26 @@ def _follow(workflows: Any, workflow_run_id: str, args: argparse.Namespace) -> i
             file=sys.stderr,
         )
     return EXIT_FAILED
+
+
+def _what_it_waits_for(head: Any) -> str:
+    """`waits for approval of issue_refund {"amount": 189}` / `waits for an answer to: …`."""
+    if head.status == "awaiting_input" and head.clarification is not None:
+        return f"waits for an answer to: {head.clarification.question}"
+    calls = "; ".join(
+        f"{p.tool_name} {json.dumps(p.inputs, ensure_ascii=False)}" for p in head.pending_approval
+    )
+    return f"waits for approval of {calls}" if calls else "waits for a person"
+
+
+def _trace(workflows: Any, view: dict[str, Any]) -> None:
+    """`--trace`: each step's runs as waterfalls, in step order (infra.waterfall)."""
+    from infra.waterfall import waterfall
+
+    for step in view["steps"]:
+        for step_run in step["runs"]:
+            print(f"\n{step['id']} · {step_run['agent']}", file=sys.stderr)
+            print(waterfall(workflows.engine.store, step_run["run_id"]), file=sys.stderr)
 
 
 def _progress(view: dict[str, Any], shown: dict[str, str]) -> None:

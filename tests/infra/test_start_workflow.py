@@ -47,3 +47,39 @@ def test_events_json_help_says_json_lines() -> None:
         cwd=ROOT, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert "one JSON object a line (JSON Lines)" in " ".join(done.stdout.split())
+
+
+def test_a_workflows_bad_input_gets_an_example_from_its_own_schema() -> None:
+    from tests.helpers import run_agentfn
+
+    done = run_agentfn("run", "damaged_order", "hello")
+    assert done.returncode == 2
+    assert """takes a JSON object matching its input_schema, e.g. '{"order_id": "…"}'""" in (
+        done.stderr
+    )
+    from infra.run_workflow import schema_example
+
+    schema = {
+        "type": "object",
+        "required": ["n", "tags", "mode"],
+        "properties": {
+            "n": {"type": "integer"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "mode": {"enum": ["fast", "slow"]},
+            "extra": {"type": "boolean"},
+        },
+    }
+    assert schema_example(schema) == {"n": 1, "tags": ["…"], "mode": "fast"}
+
+
+def test_a_waiting_workflow_names_the_tool_and_trace_shows_every_step_run() -> None:
+    from tests.helpers import run_agentfn
+
+    waiting = run_agentfn("run", "damaged_order", '{"order_id": "ORD-1001"}')
+    assert waiting.returncode == 3
+    assert '(billing) waits for approval of issue_refund {"order_id": "ORD-1001"' in waiting.stderr
+    traced = run_agentfn("run", "damaged_order", '{"order_id": "ORD-1001"}', "--approve", "--trace")
+    assert traced.returncode == 0, traced.stderr
+    for step, agent in (("check", "orders"), ("check", "researcher"), ("refund", "billing")):
+        assert f"\n{step} · {agent}\n" in traced.stderr
+    assert traced.stderr.count("waterfall · run ") >= 3
