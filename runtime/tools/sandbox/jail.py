@@ -1,0 +1,380 @@
+"""The supervisor of one `code_execute` call. The runner starts it as `python -I -S jail.py`
+(standard library only: it must not import the project, whose files the code may not see),
+sends its orders as one JSON object on stdin, and reads its answers on the status pipe, one
+JSON line each: `{"walls": [...]}` written by the code's own process just before it becomes
+the code (probed there, with the code's rights and namespaces, never assumed), then
+`{"exit_code", "timed_out", "walls"}` when the call is over.
+
+As root on Linux (`isolate`): the call joins its memory cgroup, takes new mount, PID,
+network, IPC and UTS namespaces; the supervisor becomes PID 1 there, builds a root of its own
+(a tmpfs with the interpreter's folders bound read-only, a private /tmp and /dev/shm, a /proc
+that shows only the call's processes), and forks the code as a uid of its own, with no
+capabilities. When the code ends or its time is up, PID 1 kills what is left and exits; the
+kernel then kills anything still in the namespace. Without root (Lambda, a developer's
+machine) the supervisor is a child subreaper instead: whatever the code forks, setsid or
+not, comes back to it and is killed before the answer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import fcntl
+import json
+import os
+import resource
+import select
+import signal
+import sys
+import time
+from typing import Any
+
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
+NAMESPACES = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWPID | CLONE_NEWNET
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = 32, 4096, 8192, 16384, 1 << 18
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 4, 36, 38
+LIMITS = {
+    "cpu": resource.RLIMIT_CPU,
+    "address_space": resource.RLIMIT_AS,
+    "processes": resource.RLIMIT_NPROC,
+    "file_size": resource.RLIMIT_FSIZE,
+    "open_files": resource.RLIMIT_NOFILE,
+    "core": resource.RLIMIT_CORE,
+}
+ISOLATION = ("network", "filesystem", "processes", "user")
+DEVICES = ("null", "zero", "full", "random", "urandom")
+WORKDIR = "/tmp"  # inside the call's own root: its one writable folder, private to the call
+
+_libc = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
+
+
+def _call(name: str, *args: Any) -> None:
+    if _libc is None or getattr(_libc, name)(*args) != 0:
+        errno = ctypes.get_errno() if _libc is not None else 0
+        raise OSError(errno, f"{name}{args[:2]}: {os.strerror(errno)}")
+
+
+def _bytes(text: str | None) -> bytes | None:
+    return text.encode() if text is not None else None
+
+
+def _mount(source: str | None, target: str, kind: str | None, flags: int, data: str = "") -> None:
+    _call("mount", _bytes(source), _bytes(target), _bytes(kind), flags, _bytes(data))
+
+
+# --- probes: run in the code's own process, after it has its final rights ---------------
+
+
+def _only_loopback() -> bool:
+    """No interface but loopback in this process's network namespace."""
+    try:
+        with open("/proc/self/net/dev", encoding="ascii") as table:
+            names = [line.split(":", 1)[0].strip() for line in table.readlines()[2:]]
+    except OSError:
+        return False
+    return names == ["lo"]
+
+
+def _alone() -> bool:
+    """Only this process (and its PID 1) in /proc: a PID namespace, and a fresh /proc."""
+    try:
+        pids = {int(entry) for entry in os.listdir("/proc") if entry.isdigit()}
+    except OSError:
+        return False
+    return bool(pids) and pids <= {1, os.getpid()}
+
+
+def _unprivileged(uid: int) -> bool:
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            fields = dict(line.split(":", 1) for line in status if ":" in line)
+    except OSError:
+        return False
+    capabilities = [int(fields.get(key, "1").strip(), 16) for key in ("CapEff", "CapPrm")]
+    ids = {*os.getresuid(), *os.getresgid()}
+    return ids == {uid} and uid != 0 and os.getgroups() == [] and capabilities == [0, 0]
+
+
+def probe_walls(
+    isolate: bool,
+    uid: int,
+    hidden: list[str],
+    limits: dict[str, int],
+    env_keys: list[str],
+    allowed_env: list[str],
+) -> list[str]:
+    """The walls that hold for the calling process, each checked rather than assumed."""
+    walls = []
+    if isolate:
+        walls += ["network"] if _only_loopback() else []
+        reachable = [path for path in hidden if os.path.lexists(path)]
+        walls += ["filesystem"] if hidden and not reachable else []
+        walls += ["processes"] if _alone() else []
+        walls += ["user"] if _unprivileged(uid) else []
+    held = {name: resource.getrlimit(LIMITS[name])[0] for name in limits}
+    walls += ["limits"] if limits and held == limits else []
+    walls += ["environment"] if set(env_keys) <= set(allowed_env) else []
+    return walls
+
+
+# --- the supervisor -----------------------------------------------------------------------
+
+
+def _say(fd: int, message: dict[str, Any]) -> None:
+    os.write(fd, (json.dumps(message) + "\n").encode())
+
+
+def _join_cgroup(cgroup: dict[str, Any] | None) -> bool:
+    """Joins the call's memory cgroup; true only if this process is now in it and its limit
+    reads back as asked (every process the call starts inherits both)."""
+    if not cgroup:
+        return False
+    try:
+        with open(cgroup["procs"], "w", encoding="ascii") as procs:
+            procs.write(str(os.getpid()))
+        with open("/proc/self/cgroup", encoding="ascii") as own:
+            member = any(
+                line.split(":", 2)[1:] == [cgroup["hierarchy"], cgroup["relative"]]
+                for line in own.read().splitlines()
+            )
+        with open(cgroup["limit_file"], encoding="ascii") as limit:
+            return member and int(limit.read().strip()) == cgroup["limit"]
+    except (OSError, ValueError):
+        return False
+
+
+def _bind(root: str, source: str, read_only: bool = True) -> None:
+    target = root + source
+    if os.path.islink(source):  # /bin -> usr/bin on a merged-/usr system
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        os.symlink(os.readlink(source), target)
+        return
+    if os.path.isdir(source):
+        os.makedirs(target, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        open(target, "a").close()
+    _mount(source, target, None, MS_BIND)
+    flags = MS_BIND | MS_REMOUNT | MS_NOSUID | (MS_RDONLY if read_only else 0)
+    _mount(None, target, None, flags)
+
+
+def _build_root(root: str, binds: list[str], tmp_mb: int) -> None:
+    """A root of the call's own: nothing of the host but the runtime's folders, read-only."""
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,mode=755")
+    for source in binds:
+        if os.path.lexists(source):
+            _bind(root, source)
+    os.makedirs(root + "/proc")
+    _mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2")
+    os.makedirs(root + "/dev")
+    _mount("tmpfs", root + "/dev", "tmpfs", MS_NOSUID, "size=64k,mode=755")
+    for device in DEVICES:
+        _bind(root, "/dev/" + device, read_only=False)
+    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0")):
+        os.symlink(target, f"{root}/dev/{name}")
+    os.symlink("/proc/self/fd/1", root + "/dev/stdout")
+    os.symlink("/proc/self/fd/2", root + "/dev/stderr")
+    scratch = f"size={tmp_mb}m,mode=1777"
+    for folder in ("/tmp", "/dev/shm"):
+        os.makedirs(root + folder)
+        _mount("tmpfs", root + folder, "tmpfs", MS_NOSUID | MS_NODEV, scratch)
+    os.makedirs(root + "/var", exist_ok=True)
+    os.symlink("/tmp", root + "/var/tmp")
+    _mount(None, root + "/dev", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID)
+    _mount(None, root, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    os.chdir(root)
+    _mount(root, "/", None, MS_MOVE)
+    os.chroot(".")
+    os.chdir("/")
+
+
+def _children() -> list[int]:
+    me, found = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as stat:
+                    parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            if parent == me:
+                found.append(int(entry))
+    return found
+
+
+def _kill_all(child: int, isolate: bool) -> bool:
+    """Kills every process the call started; true once none is left (ECHILD)."""
+    for _ in range(10_000):
+        if isolate:  # PID 1: -1 reaches every process of the namespace but itself
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(-1, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(child, signal.SIGKILL)
+        if sys.platform == "linux":  # a subreaper: orphans of any depth come back here
+            for pid in _children():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return sys.platform == "linux"
+    return False
+
+
+def _exec_code(orders: dict[str, Any], status: int, result: int) -> None:
+    """In the forked child: take the code's rights, probe, and become the code."""
+    try:
+        os.setsid()
+        os.dup2(result, 3)
+        null = os.open("/dev/null", os.O_RDONLY)
+        os.dup2(null, 0)
+        with open("/proc/self/oom_score_adj", "w", encoding="ascii") as adjust:
+            adjust.write("1000")  # the memory limit's OOM killer takes the code, not PID 1
+        for name, value in orders["limits"].items():
+            resource.setrlimit(LIMITS[name], (value, value))
+        uid = orders["uid"]
+        if orders["isolate"]:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+        if _libc is not None:
+            _call("prctl", PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+        os.chdir(orders["workdir"])
+        walls = probe_walls(
+            orders["isolate"],
+            uid,
+            orders["hidden"],
+            orders["limits"],
+            list(orders["env"]),
+            orders["allowed_env"],
+        )
+        missing = [wall for wall in ISOLATION if orders["isolate"] and wall not in walls]
+        if missing:  # the host promised them: run nothing rather than run without them
+            _say(status, {"error": f"the sandbox's walls did not hold: {', '.join(missing)}"})
+            os._exit(125)
+        _say(status, {"walls": walls})
+        os.closerange(4, 1024)
+        os.execve(orders["command"][0], orders["command"], orders["env"])
+    except BaseException as exc:  # a child must never return into the supervisor
+        try:
+            _say(status, {"error": f"the code could not start: {exc}"})
+        finally:
+            os._exit(126)
+
+
+def _supervise(orders: dict[str, Any], status: int, result: int, memory: bool) -> None:
+    folder = orders["workdir"]
+    with open(os.path.join(folder, orders["file"]), "w", encoding="utf-8") as source:
+        source.write(orders["code"])
+    if orders["isolate"]:
+        os.chown(os.path.join(folder, orders["file"]), orders["uid"], orders["uid"])
+    started = time.monotonic()
+    child = os.fork()
+    if child == 0:
+        _exec_code(orders, status, result)
+    os.close(result)  # only the code may hold the result pipe, so its end is the code's end
+    deadline, code_status, pause = started + orders["timeout"], None, 0.001
+    while code_status is None:
+        pid, wait_status = os.waitpid(-1, os.WNOHANG)
+        if pid == child:
+            code_status = wait_status
+        elif pid == 0:
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(pause)
+            pause = min(pause * 2, 0.02)
+    cleaned = _kill_all(child, orders["isolate"])
+    if code_status is None:  # timed out: the kill above ended it
+        exit_code, timed_out = -signal.SIGKILL, True
+    else:
+        exit_code, timed_out = os.waitstatus_to_exitcode(code_status), False
+    walls = [*(["memory"] if memory else []), *(["cleanup"] if cleaned else [])]
+    _say(status, {"exit_code": exit_code, "timed_out": timed_out, "walls": walls})
+
+
+def _private_folder(prefix: str) -> str:
+    """A new folder only this user may enter (what tempfile.mkdtemp does, without its imports:
+    this process starts on every call)."""
+    base = os.environ.get("TMPDIR") or "/tmp"
+    path = os.path.join(base, prefix + os.urandom(8).hex())
+    os.mkdir(path, 0o700)
+    return path
+
+
+def _isolated(orders: dict[str, Any], status: int, result: int, memory: bool) -> None:
+    """Outside: the namespaces, then PID 1 of them; this process waits for it and tidies up."""
+    root = _private_folder("agentfn-jail-")
+    lifeline_read, lifeline_write = os.pipe()
+    _call("unshare", NAMESPACES)
+    init = os.fork()
+    if init == 0:  # PID 1 of the new namespaces: never returns into the caller's code
+        try:
+            os.close(lifeline_write)
+            _call("prctl", PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            if select.select([lifeline_read], [], [], 0)[0]:  # the outer process is gone
+                os._exit(1)
+            _build_root(root, orders["binds"], orders["tmp_mb"])
+            _supervise({**orders, "workdir": WORKDIR}, status, result, memory)
+        except BaseException as exc:
+            _say(status, {"error": f"the sandbox could not be built: {exc!r}"})
+        finally:
+            os._exit(0)
+    os.close(status)
+    os.close(result)
+    os.waitpid(init, 0)
+    os.rmdir(root)
+
+
+def _plain(orders: dict[str, Any], status: int, result: int) -> None:
+    """Without root: a private folder, and a subreaper that takes back every orphan."""
+    if _libc is not None:
+        _call("prctl", PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    folder = _private_folder("agentfn-sandbox-")
+    try:
+        _supervise({**orders, "workdir": folder}, status, result, memory=False)
+    finally:
+        for base, folders, files in os.walk(folder, topdown=False):
+            for name in files:
+                os.unlink(os.path.join(base, name))
+            for name in folders:
+                path = os.path.join(base, name)
+                os.unlink(path) if os.path.islink(path) else os.rmdir(path)
+        os.rmdir(folder)
+
+
+def can_isolate() -> bool:
+    """Whether namespaces can be made here (root is not enough inside some containers)."""
+    try:
+        _call("unshare", NAMESPACES)
+        _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    except OSError:
+        return False
+    return True
+
+
+def main() -> None:
+    if sys.argv[1:] == ["--can-isolate"]:
+        sys.exit(0 if can_isolate() else 1)
+    orders = json.load(sys.stdin)
+    # its own pipes, above the code's 0-3, and nothing readable through /proc by the code
+    status = fcntl.fcntl(orders["status_fd"], fcntl.F_DUPFD, 10)
+    result = fcntl.fcntl(orders["result_fd"], fcntl.F_DUPFD, 10)
+    os.close(orders["status_fd"])
+    os.close(orders["result_fd"])
+    if _libc is not None:
+        _call("prctl", PR_SET_DUMPABLE, 0, 0, 0, 0)
+    try:
+        if orders["isolate"]:
+            _isolated(orders, status, result, _join_cgroup(orders.get("cgroup")))
+        else:
+            _plain(orders, status, result)
+    except OSError as exc:
+        _say(status, {"error": f"the sandbox could not be set up: {exc}"})
+
+
+if __name__ == "__main__":
+    main()
