@@ -232,7 +232,7 @@ def _exec_code(orders: dict[str, Any], status: int, result: int) -> None:
         os.dup2(result, 3)
         null = os.open("/dev/null", os.O_RDONLY)
         os.dup2(null, 0)
-        with open("/proc/self/oom_score_adj", "w", encoding="ascii") as adjust:
+        with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as adjust:
             adjust.write("1000")  # the memory limit's OOM killer takes the code, not PID 1
         for name, value in orders["limits"].items():
             resource.setrlimit(LIMITS[name], (value, value))
@@ -258,7 +258,8 @@ def _exec_code(orders: dict[str, Any], status: int, result: int) -> None:
             os._exit(125)
         _say(status, {"walls": walls})
         os.closerange(4, 1024)
-        os.execve(orders["command"][0], orders["command"], orders["env"])
+        env = {**orders["env"], "HOME": orders["workdir"]}
+        os.execve(orders["command"][0], orders["command"], env)
     except BaseException as exc:  # a child must never return into the supervisor
         try:
             _say(status, {"error": f"the code could not start: {exc}"})
@@ -308,8 +309,12 @@ def _private_folder(prefix: str) -> str:
 def _isolated(orders: dict[str, Any], status: int, result: int, memory: bool) -> None:
     """Outside: the namespaces, then PID 1 of them; this process waits for it and tidies up."""
     root = _private_folder("agentfn-jail-")
+    try:
+        _call("unshare", NAMESPACES)
+    except OSError:
+        os.rmdir(root)
+        raise
     lifeline_read, lifeline_write = os.pipe()
-    _call("unshare", NAMESPACES)
     init = os.fork()
     if init == 0:  # PID 1 of the new namespaces: never returns into the caller's code
         try:
@@ -337,13 +342,9 @@ def _plain(orders: dict[str, Any], status: int, result: int) -> None:
     try:
         _supervise({**orders, "workdir": folder}, status, result, memory=False)
     finally:
-        for base, folders, files in os.walk(folder, topdown=False):
-            for name in files:
-                os.unlink(os.path.join(base, name))
-            for name in folders:
-                path = os.path.join(base, name)
-                os.unlink(path) if os.path.islink(path) else os.rmdir(path)
-        os.rmdir(folder)
+        import shutil  # only here: the isolated path never needs it
+
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def can_isolate() -> bool:

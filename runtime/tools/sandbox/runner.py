@@ -188,7 +188,6 @@ def run_code(
     cgroup = _cgroup(memory_mb) if isolate else None
     result_read, result_write = os.pipe()
     status_read, status_write = os.pipe()
-    home = "/tmp" if isolate else "."
     orders = {
         "isolate": isolate,
         "command": argv,
@@ -197,7 +196,7 @@ def run_code(
         "timeout": timeout,
         "limits": limits,
         "uid": UID_FIRST + secrets.randbelow(UID_COUNT) if isolate else os.getuid(),
-        "env": {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "LANG": "C.UTF-8"},
+        "env": {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"},  # HOME: the jail's
         "allowed_env": ALLOWED_ENV,
         "binds": _runtime_folders(argv[0]),
         "hidden": _hidden(_runtime_folders(argv[0])),

@@ -11,6 +11,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -95,36 +96,98 @@ if os.fork() == 0:
 DETACH = "null = os.open('/dev/null', os.O_WRONLY); os.dup2(null, 1); os.dup2(null, 2); "
 
 
-@needs_isolation
-def test_a_setsid_grandchild_is_killed_with_its_call(leftovers: list[str]) -> None:
-    leftovers.append("41.0417")
-    answer = run_code(
-        "python", SETSID_SLEEPER.format(seconds="41.0417", main="print('done')", detach=DETACH)
-    )
-    assert answer["exit_code"] == 0
+BOTH_PATHS = pytest.mark.parametrize(
+    "isolate",
+    [pytest.param(True, marks=needs_isolation, id="isolated"), pytest.param(False, id="plain")],
+)
+
+
+@BOTH_PATHS
+def test_a_setsid_grandchild_is_killed_with_its_call(isolate: bool, leftovers: list[str]) -> None:
+    marker = f"41.04{int(isolate)}7"
+    leftovers.append(marker)
+    code = SETSID_SLEEPER.format(seconds=marker, main="print('done')", detach=DETACH)
+    answer = run_code("python", code, isolate=isolate)
+    assert answer["exit_code"] == 0 and "cleanup" in answer["walls"]
     time.sleep(0.3)
-    assert _pids_running("41.0417") == []
+    assert _pids_running(marker) == []
 
 
-@needs_isolation
-def test_a_grandchild_holding_stdout_does_not_stretch_the_timeout(leftovers: list[str]) -> None:
-    leftovers.extend(["23.0419", "23.0421"])
+@BOTH_PATHS
+def test_a_grandchild_holding_stdout_does_not_stretch_the_timeout(
+    isolate: bool, leftovers: list[str]
+) -> None:
+    markers = [f"23.04{int(isolate)}9", f"23.04{int(isolate)}1"]
+    leftovers.extend(markers)
     started = time.monotonic()
     slow = run_code(
         "python",
-        SETSID_SLEEPER.format(seconds="23.0419", main="import time\ntime.sleep(20)", detach=""),
+        SETSID_SLEEPER.format(seconds=markers[0], main="import time\ntime.sleep(20)", detach=""),
         timeout=2,
+        isolate=isolate,
     )
     assert slow["timed_out"] and time.monotonic() - started < 5
     started = time.monotonic()
     quick = run_code(
         "python",
-        SETSID_SLEEPER.format(seconds="23.0421", main="print('bye')", detach=""),
+        SETSID_SLEEPER.format(seconds=markers[1], main="print('bye')", detach=""),
         timeout=2,
+        isolate=isolate,
     )
     assert quick["stdout"] == "bye\n" and time.monotonic() - started < 5
     time.sleep(0.3)
-    assert _pids_running("23.0419") == _pids_running("23.0421") == []
+    assert _pids_running(markers[0]) == _pids_running(markers[1]) == []
+
+
+def _as_nobody() -> None:
+    os.setgroups([])
+    os.setgid(65534)
+    os.setuid(65534)
+
+
+def _nobody_runs_python() -> str | None:
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return (
+            "trying the non-root path as another user needs root (without root it is the default)"
+        )
+    check = subprocess.run([sys.executable, "-c", "pass"], preexec_fn=_as_nobody, check=False)
+    return None if check.returncode == 0 else f"{sys.executable} does not start as nobody"
+
+
+@pytest.mark.skipif(_nobody_runs_python() is not None, reason=str(_nobody_runs_python()))
+def test_without_root_the_call_still_ends_everything_it_started(leftovers: list[str]) -> None:
+    """The deployed sandbox function (and a developer's machine) run the runner without root:
+    no namespaces there, but every process the code starts still dies with the call, and
+    `walls` says exactly that."""
+    leftovers.extend(["44.0441", "44.0443"])
+    code = SETSID_SLEEPER.format(
+        seconds="44.0441", main="import os\nresult = os.getuid()", detach=DETACH
+    )
+    run = [sys.executable, "-c", "from runtime.tools.sandbox.runner import main; main()"]
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(__file__).parents[3])}
+
+    def request(body: dict[str, object]) -> dict[str, object]:
+        done = subprocess.run(
+            run,
+            input=json.dumps(body),
+            env=env,
+            preexec_fn=_as_nobody,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+        return dict(json.loads(done.stdout))
+
+    answer = request({"language": "python", "code": code, "timeout": 5})
+    assert answer["result"] == 65534
+    assert answer["walls"] == ["limits", "environment", "cleanup"]
+    started = time.monotonic()
+    held = SETSID_SLEEPER.format(seconds="44.0443", main="print('bye')", detach="")
+    assert request({"language": "python", "code": held, "timeout": 2})["stdout"] == "bye\n"
+    assert time.monotonic() - started < 5
+    time.sleep(0.3)
+    assert _pids_running("44.0441") == _pids_running("44.0443") == []
 
 
 POISONER = """
