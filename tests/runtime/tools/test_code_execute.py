@@ -122,6 +122,27 @@ def test_the_tool_runs_locally_or_in_the_sandbox_function(monkeypatch: pytest.Mo
             asyncio.run(tool.call(bad, CTX))
 
 
+def test_the_sandbox_function_leaves_an_empty_tmp_to_its_next_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In Lambda (no root, so no private /tmp per call) one warm instance serves call after
+    call: what one call writes to /tmp must not be there for the next."""
+    from handlers.sandbox import handler
+
+    lambda_tmp = tmp_path / "lambda-tmp"
+    lambda_tmp.mkdir()
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "agentfn-x-code-sandbox")
+    monkeypatch.setenv("TMPDIR", str(lambda_tmp))
+    monkeypatch.setattr("runtime.tools.sandbox.runner.can_isolate", lambda: False)
+    write = (
+        f"import os\nos.makedirs({str(lambda_tmp / 'cache')!r})\n"
+        f"open({str(lambda_tmp / 'planted.py')!r}, 'w').write('x')\nresult = 'written'"
+    )
+    assert handler({"language": "python", "code": write, "timeout": 5}, None)["result"] == "written"
+    look = f"import os\nresult = os.listdir({str(lambda_tmp)!r})"
+    assert handler({"language": "python", "code": look, "timeout": 5}, None)["result"] == []
+
+
 def _with_code_execute(**settings: Any) -> AgentfnSpec:
     data = load_spec(DEMO_SPEC).to_compiled()
     data["agents"]["analyst"]["tools"].append("builtin:code_execute")
