@@ -34,7 +34,11 @@ CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
 NAMESPACES = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWPID | CLONE_NEWNET
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = 32, 4096, 8192, 16384, 1 << 18
+MNT_DETACH = 2
+PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217}
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 4, 36, 38
+MNT_DETACH = 2
+PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217}
 LIMITS = {
     "cpu": resource.RLIMIT_CPU,
     "address_space": resource.RLIMIT_AS,
@@ -186,9 +190,22 @@ def _build_root(root: str, binds: list[str], tmp_mb: int) -> None:
     os.symlink("/tmp", root + "/var/tmp")
     _mount(None, root + "/dev", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID)
     _mount(None, root, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    _enter(root)
+
+
+def _enter(root: str) -> None:
+    """Makes `root` this namespace's root and drops the host's from it altogether
+    (pivot_root, then a lazy unmount), so no unmount inside can ever uncover it."""
     os.chdir(root)
-    _mount(root, "/", None, MS_MOVE)
-    os.chroot(".")
+    number = PIVOT_ROOT.get(os.uname().machine)
+    if number is None or _libc is None:  # an architecture not listed: move and chroot
+        _mount(root, "/", None, MS_MOVE)
+        os.chroot(".")
+    else:
+        if _libc.syscall(number, b".", b".") != 0:
+            errno = ctypes.get_errno()
+            raise OSError(errno, f"pivot_root: {os.strerror(errno)}")
+        _call("umount2", b".", MNT_DETACH)
     os.chdir("/")
 
 
@@ -297,23 +314,10 @@ def _supervise(orders: dict[str, Any], status: int, result: int, memory: bool) -
     _say(status, {"exit_code": exit_code, "timed_out": timed_out, "walls": walls})
 
 
-def _private_folder(prefix: str) -> str:
-    """A new folder only this user may enter (what tempfile.mkdtemp does, without its imports:
-    this process starts on every call)."""
-    base = os.environ.get("TMPDIR") or "/tmp"
-    path = os.path.join(base, prefix + os.urandom(8).hex())
-    os.mkdir(path, 0o700)
-    return path
-
-
 def _isolated(orders: dict[str, Any], status: int, result: int, memory: bool) -> None:
     """Outside: the namespaces, then PID 1 of them; this process waits for it and tidies up."""
-    root = _private_folder("agentfn-jail-")
-    try:
-        _call("unshare", NAMESPACES)
-    except OSError:
-        os.rmdir(root)
-        raise
+    root = orders["workdir"]  # the runner's empty folder: the new root's mount point
+    _call("unshare", NAMESPACES & ~CLONE_NEWNS)  # this process stays in the host's mounts
     lifeline_read, lifeline_write = os.pipe()
     init = os.fork()
     if init == 0:  # PID 1 of the new namespaces: never returns into the caller's code
@@ -322,6 +326,7 @@ def _isolated(orders: dict[str, Any], status: int, result: int, memory: bool) ->
             _call("prctl", PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
             if select.select([lifeline_read], [], [], 0)[0]:  # the outer process is gone
                 os._exit(1)
+            _call("unshare", CLONE_NEWNS)
             _build_root(root, orders["binds"], orders["tmp_mb"])
             _supervise({**orders, "workdir": WORKDIR}, status, result, memory)
         except BaseException as exc:
@@ -331,20 +336,14 @@ def _isolated(orders: dict[str, Any], status: int, result: int, memory: bool) ->
     os.close(status)
     os.close(result)
     os.waitpid(init, 0)
-    os.rmdir(root)
 
 
 def _plain(orders: dict[str, Any], status: int, result: int) -> None:
-    """Without root: a private folder, and a subreaper that takes back every orphan."""
+    """Without root: the runner's private folder, and a subreaper that takes back every
+    orphan (the runner removes the folder, also if the code kills this process)."""
     if _libc is not None:
         _call("prctl", PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    folder = _private_folder("agentfn-sandbox-")
-    try:
-        _supervise({**orders, "workdir": folder}, status, result, memory=False)
-    finally:
-        import shutil  # only here: the isolated path never needs it
-
-        shutil.rmtree(folder, ignore_errors=True)
+    _supervise(orders, status, result, memory=False)
 
 
 def can_isolate() -> bool:

@@ -35,6 +35,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any
 
@@ -186,10 +187,12 @@ def run_code(
         "core": 0,
     }
     cgroup = _cgroup(memory_mb) if isolate else None
+    folder = tempfile.mkdtemp(prefix="agentfn-sandbox-")  # the jail's, removed here
     result_read, result_write = os.pipe()
     status_read, status_write = os.pipe()
     orders = {
         "isolate": isolate,
+        "workdir": folder,
         "command": argv,
         "file": file,
         "code": code,
@@ -239,6 +242,7 @@ def run_code(
                 os.close(fd)
         if cgroup is not None:
             cgroup.remove()
+        shutil.rmtree(folder, ignore_errors=True)
     return _answer(data, overran)
 
 
@@ -254,8 +258,11 @@ def _answer(data: dict[str, bytes], overran: bool) -> dict[str, Any]:
         (report["walls"] for report in reports if "exit_code" not in report), []
     )
     final = next((report for report in reports if "exit_code" in report), None)
-    if final is None:  # the jail never said how the call ended: it was killed
-        final = {"exit_code": -signal.SIGKILL, "timed_out": overran, "walls": []}
+    if final is None and not overran:  # the supervisor ended without a word: not the code
+        tail = data["stderr"].decode("utf-8", "replace")[-300:]
+        return {"error": f"the sandbox's supervisor ended without an answer: {tail}"}
+    if final is None:  # still running past the timeout and its grace: killed from here
+        final = {"exit_code": -signal.SIGKILL, "timed_out": True, "walls": []}
     walls = {*probed, *final["walls"]}
     result = None
     if len(data["result"]) <= OUTPUT_CHARS:
