@@ -22,6 +22,7 @@ import pytest
 
 from runtime.tools.sandbox.jail import probe_walls
 from runtime.tools.sandbox.runner import can_isolate, memory_cgroup_missing, run_code
+from tests.helpers import run_agentfn
 
 ROOT_ONLY = "these attacks need the runner to hold more rights than the code (root on Linux)"
 needs_isolation = pytest.mark.skipif(not can_isolate(), reason=ROOT_ONLY)
@@ -343,3 +344,38 @@ def test_the_probe_reports_what_it_finds_not_what_was_asked() -> None:
         allowed_env=["PATH"],
     )
     assert {"network", "filesystem", "processes", "user", "environment"}.isdisjoint(here)
+
+
+HELD_OPEN_RUN = """\
+version: 1
+models:
+  coder: {provider: scripted, script: [
+    {tool_calls: [{name: code_execute, arguments: {language: python, timeout: 3, code: "CODE"}}]},
+    {text: "Ran it."}]}
+agents:
+  coder:
+    description: Runs code.
+    model: coder
+    tools: ["builtin:code_execute"]
+"""
+
+
+@needs_isolation
+def test_agentfn_run_ends_soon_after_the_codes_timeout(
+    tmp_path: Path, leftovers: list[str]
+) -> None:
+    """The issue's run: `timeout: 3`, a setsid grandchild holding stdout; `agentfn run` took
+    41 s (the agent's 30 s tool timeout, then the wait for the pipe). Now the call answers
+    at its timeout and the run ends a few seconds later."""
+    leftovers.append("25.0437")
+    code = SETSID_SLEEPER.format(seconds="25.0437", main="import time\ntime.sleep(60)", detach="")
+    spec = tmp_path / "agents.yaml"
+    spec.write_text(HELD_OPEN_RUN.replace("CODE", json.dumps(code)[1:-1]))
+    started = time.monotonic()
+    done = run_agentfn("run", "coder", "go", "-f", str(spec), "--json")
+    took = time.monotonic() - started
+    assert done.returncode == 0, done.stderr
+    (call,) = json.loads(done.stdout)["tool_calls"]
+    assert call["output"]["timed_out"] is True
+    assert took < 20, f"agentfn run took {took:.1f} s"
+    assert _pids_running("25.0437") == []
