@@ -246,6 +246,7 @@ def _exec_code(orders: dict[str, Any], status: int, result: int) -> None:
     """In the forked child: take the code's rights, probe, and become the code."""
     try:
         os.setsid()
+        signal.pthread_sigmask(signal.SIG_SETMASK, set())
         os.dup2(result, 3)
         null = os.open("/dev/null", os.O_RDONLY)
         os.dup2(null, 0)
@@ -284,6 +285,27 @@ def _exec_code(orders: dict[str, Any], status: int, result: int) -> None:
             os._exit(126)
 
 
+def _wait_for(child: int, deadline: float) -> int | None:
+    """The code's wait status, or None at the deadline; reaps orphans on the way. Wakes on
+    SIGCHLD where the platform can wait for a signal with a timeout."""
+    wakeable = hasattr(signal, "sigtimedwait")
+    if wakeable:  # blocked, so that one arriving between two checks stays pending
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+    while True:
+        pid, wait_status = os.waitpid(-1, os.WNOHANG)
+        if pid == child:
+            return wait_status
+        if pid:
+            continue  # an orphan the code left: reaped, and keep waiting for the code
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        if wakeable:
+            signal.sigtimedwait({signal.SIGCHLD}, min(left, 1.0))
+        else:
+            time.sleep(min(left, 0.01))
+
+
 def _supervise(orders: dict[str, Any], status: int, result: int, memory: bool) -> None:
     folder = orders["workdir"]
     with open(os.path.join(folder, orders["file"]), "w", encoding="utf-8") as source:
@@ -295,16 +317,7 @@ def _supervise(orders: dict[str, Any], status: int, result: int, memory: bool) -
     if child == 0:
         _exec_code(orders, status, result)
     os.close(result)  # only the code may hold the result pipe, so its end is the code's end
-    deadline, code_status, pause = started + orders["timeout"], None, 0.001
-    while code_status is None:
-        pid, wait_status = os.waitpid(-1, os.WNOHANG)
-        if pid == child:
-            code_status = wait_status
-        elif pid == 0:
-            if time.monotonic() >= deadline:
-                break
-            time.sleep(pause)
-            pause = min(pause * 2, 0.02)
+    code_status = _wait_for(child, started + orders["timeout"])
     cleaned = _kill_all(child, orders["isolate"])
     if code_status is None:  # timed out: the kill above ended it
         exit_code, timed_out = -signal.SIGKILL, True
