@@ -30,10 +30,14 @@ import time
 from typing import Any
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
-CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
+CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWUSER = 0x20000000, 0x40000000, 0x10000000
 NAMESPACES = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWPID | CLONE_NEWNET
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = 32, 4096, 8192, 16384, 1 << 18
+MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
+# a bind's flags that a user namespace may not drop (statvfs's ST_* bits → MS_* bits)
+KEPT_FLAGS = {2: MS_NOSUID, 4: MS_NODEV, 8: MS_NOEXEC, 1024: MS_NOATIME, 2048: MS_NODIRATIME}
+KEPT_FLAGS[4096] = MS_RELATIME
 MNT_DETACH = 2
 PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217}
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 4, 36, 38
@@ -162,6 +166,8 @@ def _bind(root: str, source: str, read_only: bool = True) -> None:
         open(target, "a").close()
     _mount(source, target, None, MS_BIND)
     flags = MS_BIND | MS_REMOUNT | MS_NOSUID | (MS_RDONLY if read_only else 0)
+    held = os.statvfs(source).f_flag
+    flags |= sum(flag for bit, flag in KEPT_FLAGS.items() if held & bit)
     _mount(None, target, None, flags)
 
 
@@ -242,6 +248,28 @@ def _kill_all(child: int, isolate: bool) -> bool:
     return False
 
 
+def _write(path: str, text: str) -> None:
+    with open(path, "w", encoding="ascii") as target:
+        target.write(text)
+
+
+def _user_map(inside: int, outside: int, gid_outside: int) -> None:
+    _write("/proc/self/setgroups", "deny")
+    _write("/proc/self/uid_map", f"{inside} {outside} 1")
+    _write("/proc/self/gid_map", f"{inside} {gid_outside} 1")
+
+
+def _own_user_namespace(uid: int) -> None:
+    """Without root: the code gets a user namespace of its own inside the call's, as `uid`,
+    so it holds no capability over the call's mount, network or PID namespaces."""
+    outside, gid_outside = os.geteuid(), os.getegid()
+    _call("prctl", PR_SET_DUMPABLE, 1, 0, 0, 0)  # else its own maps are not its to write
+    _call("unshare", CLONE_NEWUSER)
+    _user_map(uid, outside, gid_outside)
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+
+
 def _exec_code(orders: dict[str, Any], status: int, result: int) -> None:
     """In the forked child: take the code's rights, probe, and become the code."""
     try:
@@ -255,7 +283,9 @@ def _exec_code(orders: dict[str, Any], status: int, result: int) -> None:
         for name, value in orders["limits"].items():
             resource.setrlimit(LIMITS[name], (value, value))
         uid = orders["uid"]
-        if orders["isolate"]:
+        if orders["isolate"] and orders["rootless"]:
+            _own_user_namespace(uid)
+        elif orders["isolate"]:
             os.setgroups([])
             os.setresgid(uid, uid, uid)
             os.setresuid(uid, uid, uid)
@@ -270,12 +300,17 @@ def _exec_code(orders: dict[str, Any], status: int, result: int) -> None:
             list(orders["env"]),
             orders["allowed_env"],
         )
-        missing = [wall for wall in ISOLATION if orders["isolate"] and wall not in walls]
+        if orders["rootless"] and "user" in walls:  # outside it is still the caller's uid
+            walls.remove("user")
+        required = ISOLATION[:3] if orders["rootless"] else ISOLATION
+        missing = [wall for wall in required if orders["isolate"] and wall not in walls]
         if missing:  # the host promised them: run nothing rather than run without them
             _say(status, {"error": f"the sandbox's walls did not hold: {', '.join(missing)}"})
             os._exit(125)
         _say(status, {"walls": walls})
-        os.closerange(4, 1024)
+        os.closerange(4, status)  # the status pipe stays until exec (close-on-exec) to say
+        os.closerange(status + 1, 1024)  # why, should exec fail
+        os.set_inheritable(status, False)
         env = {**orders["env"], "HOME": orders["workdir"]}
         os.execve(orders["command"][0], orders["command"], env)
     except BaseException as exc:  # a child must never return into the supervisor
@@ -310,7 +345,7 @@ def _supervise(orders: dict[str, Any], status: int, result: int, memory: bool) -
     folder = orders["workdir"]
     with open(os.path.join(folder, orders["file"]), "w", encoding="utf-8") as source:
         source.write(orders["code"])
-    if orders["isolate"]:
+    if orders["isolate"] and not orders["rootless"]:
         os.chown(os.path.join(folder, orders["file"]), orders["uid"], orders["uid"])
     started = time.monotonic()
     child = os.fork()
@@ -330,7 +365,12 @@ def _supervise(orders: dict[str, Any], status: int, result: int, memory: bool) -
 def _isolated(orders: dict[str, Any], status: int, result: int, memory: bool) -> None:
     """Outside: the namespaces, then PID 1 of them; this process waits for it and tidies up."""
     root = orders["workdir"]  # the runner's empty folder: the new root's mount point
-    _call("unshare", NAMESPACES & ~CLONE_NEWNS)  # this process stays in the host's mounts
+    uid, gid = os.geteuid(), os.getegid()
+    flags = NAMESPACES & ~CLONE_NEWNS  # this process stays in the host's mount namespace
+    _call("unshare", flags | (CLONE_NEWUSER if orders["rootless"] else 0))
+    if orders["rootless"]:  # root inside a user namespace of the call's own, and only there
+        _user_map(0, uid, gid)
+    _undumpable()
     lifeline_read, lifeline_write = os.pipe()
     init = os.fork()
     if init == 0:  # PID 1 of the new namespaces: never returns into the caller's code
@@ -351,35 +391,30 @@ def _isolated(orders: dict[str, Any], status: int, result: int, memory: bool) ->
     os.waitpid(init, 0)
 
 
+def _undumpable() -> None:
+    """Nothing of the supervisor (its pipes, its memory) readable through /proc by the code,
+    which may run as the same user."""
+    if _libc is not None:
+        _call("prctl", PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
 def _plain(orders: dict[str, Any], status: int, result: int) -> None:
     """Without root: the runner's private folder, and a subreaper that takes back every
     orphan (the runner removes the folder, also if the code kills this process)."""
     if _libc is not None:
         _call("prctl", PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    _undumpable()
     _supervise(orders, status, result, memory=False)
 
 
-def can_isolate() -> bool:
-    """Whether namespaces can be made here (root is not enough inside some containers)."""
-    try:
-        _call("unshare", NAMESPACES)
-        _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    except OSError:
-        return False
-    return True
-
-
 def main() -> None:
-    if sys.argv[1:] == ["--can-isolate"]:
-        sys.exit(0 if can_isolate() else 1)
     orders = json.load(sys.stdin)
+    orders["rootless"] = os.geteuid() != 0
     # its own pipes, above the code's 0-3, and nothing readable through /proc by the code
     status = fcntl.fcntl(orders["status_fd"], fcntl.F_DUPFD, 10)
     result = fcntl.fcntl(orders["result_fd"], fcntl.F_DUPFD, 10)
     os.close(orders["status_fd"])
     os.close(orders["result_fd"])
-    if _libc is not None:
-        _call("prctl", PR_SET_DUMPABLE, 0, 0, 0, 0)
     try:
         if orders["isolate"]:
             _isolated(orders, status, result, _join_cgroup(orders.get("cgroup")))

@@ -49,6 +49,7 @@ SETUP_SECONDS = 5.0  # building the jail and tidying up, beyond the code's own t
 UID_FIRST, UID_COUNT = 1_500_000_000, 100_000_000  # per-call uids, owned by no one
 ALLOWED_ENV = ["PATH", "HOME", "LANG"]
 RUNTIME_FOLDERS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"]
+ISOLATION = ["network", "filesystem", "processes"]  # and "user", as root
 WALL_ORDER = [
     "network",
     "filesystem",
@@ -89,13 +90,13 @@ finally {
 
 @functools.cache
 def can_isolate() -> bool:
-    """Whether this host can give a call its namespaces and its own user: Linux, as root,
-    and namespaces that can really be made (a container may refuse them even to root). In
-    Lambda it cannot: there the function itself has no network and no grants."""
-    if sys.platform != "linux" or os.geteuid() != 0:
+    """Whether this host can give a call its own namespaces: Linux, as root or with user
+    namespaces open to this user, and namespaces that really can be made (a container may
+    refuse them even to root; Lambda refuses them). Found out once, by running a call."""
+    if sys.platform != "linux":
         return False
-    check = [sys.executable, "-I", "-S", JAIL, "--can-isolate"]
-    return subprocess.run(check, capture_output=True, timeout=30).returncode == 0
+    answer = _run("python", "pass", timeout=10, memory_mb=64, isolate=True)
+    return "error" not in answer and set(ISOLATION) <= set(answer["walls"])
 
 
 def _runtime_folders(executable: str) -> list[str]:
@@ -111,12 +112,14 @@ def _runtime_folders(executable: str) -> list[str]:
 
 def _hidden(binds: list[str]) -> list[str]:
     """Host paths the code must not see, for the probe: this project, the caller's folder
-    and the host's /etc (those the code's root does not carry on purpose)."""
+    and the host's /etc — those the code's root does not carry (its own /tmp, /dev, /proc
+    and the runtime's folders it does)."""
+    carried = [*binds, "/tmp", "/var", "/dev", "/proc"]
     candidates = [os.path.dirname(JAIL), os.getcwd(), "/etc/passwd"]
     return [
         path
         for path in candidates
-        if path != "/" and not any(path == b or path.startswith(b + "/") for b in binds)
+        if path != "/" and not any(path == c or path.startswith(c + "/") for c in carried)
     ]
 
 
@@ -172,7 +175,10 @@ def run_code(
 ) -> dict[str, Any]:
     """{exit_code, signal, timed_out, stdout, stderr, result, walls}; never raises for what
     the code does (a crash, a kill, a limit are all answers). `walls` says which held."""
-    isolate = isolate and can_isolate()
+    return _run(language, code, timeout, memory_mb, isolate and can_isolate())
+
+
+def _run(language: str, code: str, timeout: float, memory_mb: int, isolate: bool) -> dict[str, Any]:
     command = _command(language, memory_mb, isolate)
     if isinstance(command, str):
         return {"error": command}

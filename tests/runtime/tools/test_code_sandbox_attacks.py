@@ -24,7 +24,7 @@ from runtime.tools.sandbox.jail import probe_walls
 from runtime.tools.sandbox.runner import can_isolate, memory_cgroup_missing, run_code
 from tests.helpers import run_agentfn
 
-ROOT_ONLY = "these attacks need the runner to hold more rights than the code (root on Linux)"
+ROOT_ONLY = "no namespaces here (they need Linux, and root or user namespaces open to this user)"
 needs_isolation = pytest.mark.skipif(not can_isolate(), reason=ROOT_ONLY)
 needs_memory_wall = pytest.mark.skipif(
     not can_isolate() or memory_cgroup_missing() is not None,
@@ -146,49 +146,99 @@ def _as_nobody() -> None:
     os.setuid(65534)
 
 
-def _nobody_runs_python() -> str | None:
+SYSTEM_PYTHON = shutil.which("python3", path="/usr/bin:/bin") or "python3"
+
+
+def _nobody_cannot(python: str, isolate: bool) -> str | None:
+    """Why the runner cannot be tried as nobody here (with `python`), or None."""
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
-        return (
-            "trying the non-root path as another user needs root (without root it is the default)"
-        )
-    check = subprocess.run([sys.executable, "-c", "pass"], preexec_fn=_as_nobody, check=False)
-    return None if check.returncode == 0 else f"{sys.executable} does not start as nobody"
+        return "trying the runner as another user needs root (without root it is the default)"
+    check = subprocess.run([python, "-c", "pass"], preexec_fn=_as_nobody, check=False)
+    if check.returncode != 0:
+        return f"{python} does not start as nobody"
+    if isolate:
+        userns = ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--net", "true"]
+        if subprocess.run(userns, preexec_fn=_as_nobody, check=False).returncode != 0:
+            return "this kernel gives no user namespaces to an unprivileged user"
+    return None
 
 
-@pytest.mark.skipif(_nobody_runs_python() is not None, reason=str(_nobody_runs_python()))
-def test_without_root_the_call_still_ends_everything_it_started(leftovers: list[str]) -> None:
-    """The deployed sandbox function (and a developer's machine) run the runner without root:
-    no namespaces there, but every process the code starts still dies with the call, and
-    `walls` says exactly that."""
+def _as_nobody_request(python: str, body: dict[str, object]) -> dict[str, object]:
+    """One call through `python -m runtime.tools.sandbox.runner`, as nobody."""
+    done = subprocess.run(
+        [python, "-c", "from runtime.tools.sandbox.runner import main; main()"],
+        input=json.dumps(body),
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(__file__).parents[3])},
+        cwd="/",
+        preexec_fn=_as_nobody,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    return dict(json.loads(done.stdout))
+
+
+@pytest.mark.skipif(
+    _nobody_cannot(sys.executable, False) is not None,
+    reason=str(_nobody_cannot(sys.executable, False)),
+)
+def test_without_namespaces_the_call_still_ends_everything_it_started(
+    leftovers: list[str],
+) -> None:
+    """The deployed sandbox function (Lambda: no root, no namespaces) runs this path: every
+    process the code starts still dies with the call, the wait on output is bounded, and
+    `walls` says exactly what held."""
     leftovers.extend(["44.0441", "44.0443"])
     code = SETSID_SLEEPER.format(
         seconds="44.0441", main="import os\nresult = os.getuid()", detach=DETACH
     )
-    run = [sys.executable, "-c", "from runtime.tools.sandbox.runner import main; main()"]
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(__file__).parents[3])}
-
-    def request(body: dict[str, object]) -> dict[str, object]:
-        done = subprocess.run(
-            run,
-            input=json.dumps(body),
-            env=env,
-            preexec_fn=_as_nobody,
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=True,
-        )
-        return dict(json.loads(done.stdout))
-
-    answer = request({"language": "python", "code": code, "timeout": 5})
+    plain = {"language": "python", "timeout": 5, "isolate": False}
+    answer = _as_nobody_request(sys.executable, {**plain, "code": code})
     assert answer["result"] == 65534
     assert answer["walls"] == ["limits", "environment", "cleanup"]
     started = time.monotonic()
     held = SETSID_SLEEPER.format(seconds="44.0443", main="print('bye')", detach="")
-    assert request({"language": "python", "code": held, "timeout": 2})["stdout"] == "bye\n"
-    assert time.monotonic() - started < 5
+    quick = _as_nobody_request(sys.executable, {**plain, "code": held, "timeout": 2})
+    assert quick["stdout"] == "bye\n" and time.monotonic() - started < 5
     time.sleep(0.3)
     assert _pids_running("44.0441") == _pids_running("44.0443") == []
+
+
+@pytest.mark.skipif(
+    _nobody_cannot(SYSTEM_PYTHON, True) is not None,
+    reason=str(_nobody_cannot(SYSTEM_PYTHON, True)),
+)
+def test_without_root_user_namespaces_give_the_same_walls_but_user(
+    open_folder: Path, leftovers: list[str]
+) -> None:
+    """A developer's Linux machine: no root, but user namespaces. The call gets its network,
+    its root and its processes (not another uid outside: `user` is not claimed), and the
+    attacks of the root tests fail the same way."""
+    dotenv = open_folder / ".env"
+    dotenv.write_text("API_KEY=sk-from-the-project\n")
+    dotenv.chmod(0o644)
+    leftovers.append("44.0447")
+    code = SETSID_SLEEPER.format(
+        seconds="44.0447",
+        main=(
+            f"import os\nprint(open({str(dotenv)!r}).read() if os.path.exists({str(dotenv)!r})"
+            " else 'hidden')\nresult = [p for p in os.listdir('/proc') if p.isdigit()]"
+        ),
+        detach=DETACH,
+    )
+    answer = _as_nobody_request(SYSTEM_PYTHON, {"language": "python", "code": code})
+    assert answer["walls"] == [
+        "network",
+        "filesystem",
+        "processes",
+        "limits",
+        "environment",
+        "cleanup",
+    ], answer
+    assert answer["stdout"] == "hidden\n" and len(answer["result"]) <= 2
+    time.sleep(0.3)
+    assert _pids_running("44.0447") == []
 
 
 POISONER = """
@@ -320,6 +370,8 @@ def test_other_processes_and_their_command_lines_are_hidden() -> None:
 @needs_isolation
 def test_walls_name_what_held_in_that_call(monkeypatch: pytest.MonkeyPatch) -> None:
     full = {"network", "filesystem", "processes", "user", "limits", "environment", "cleanup"}
+    if os.geteuid() != 0:  # namespaces from a user namespace: the uid outside is the caller's
+        full.remove("user")
     walls = set(run_code("python", "print(1)")["walls"])
     assert full <= walls
     assert ("memory" in walls) == (memory_cgroup_missing() is None)
