@@ -1,24 +1,26 @@
-"""The supervisor of one `code_execute` call. The runner starts it as `python -I -S jail.py`
-(standard library only: it must not import the project, whose files the code may not see),
+"""The supervisor of one `code_execute` call. The runner starts it with `python -I -S` (this
+module and runtime.tools.sandbox.namespaces use the standard library only: no virtualenv),
 sends its orders as one JSON object on stdin, and reads its answers on the status pipe, one
 JSON line each: `{"walls": [...]}` written by the code's own process just before it becomes
 the code (probed there, with the code's rights and namespaces, never assumed), then
 `{"exit_code", "timed_out", "walls"}` when the call is over.
 
-As root on Linux (`isolate`): the call joins its memory cgroup, takes new mount, PID,
-network, IPC and UTS namespaces; the supervisor becomes PID 1 there, builds a root of its own
-(a tmpfs with the interpreter's folders bound read-only, a private /tmp and /dev/shm, a /proc
-that shows only the call's processes), and forks the code as a uid of its own, with no
-capabilities. When the code ends or its time is up, PID 1 kills what is left and exits; the
-kernel then kills anything still in the namespace. Without root (Lambda, a developer's
-machine) the supervisor is a child subreaper instead: whatever the code forks, setsid or
-not, comes back to it and is killed before the answer.
+With `isolate` (Linux, as root): the call joins its memory cgroup and takes new PID,
+network, IPC and UTS namespaces; the supervisor becomes PID 1 there, takes a mount namespace,
+builds a root of its own (a tmpfs with the interpreter's folders bound read-only, a private
+/tmp and /dev/shm, a /proc that shows only the call's processes), pivots into it, and forks
+the code as a uid of its own, with no capabilities. When the code ends or its time is up,
+PID 1 kills what is left and exits; the kernel then kills anything still in the namespace.
+Without root, the same happens from a user namespace of the call's own (the caller mapped to
+its root), and the code runs in a nested one, as another uid there, with no capability over
+the call's namespaces. Without `isolate` (Lambda, macOS) the supervisor is a child subreaper
+instead: whatever the code forks, setsid or not, comes back to it and is killed before the
+answer.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import fcntl
 import json
 import os
@@ -29,20 +31,8 @@ import sys
 import time
 from typing import Any
 
-CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
-CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWUSER = 0x20000000, 0x40000000, 0x10000000
-NAMESPACES = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWPID | CLONE_NEWNET
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
-MS_REMOUNT, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = 32, 4096, 8192, 16384, 1 << 18
-MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
-# a bind's flags that a user namespace may not drop (statvfs's ST_* bits → MS_* bits)
-KEPT_FLAGS = {2: MS_NOSUID, 4: MS_NODEV, 8: MS_NOEXEC, 1024: MS_NOATIME, 2048: MS_NODIRATIME}
-KEPT_FLAGS[4096] = MS_RELATIME
-MNT_DETACH = 2
-PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217}
-PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 4, 36, 38
-MNT_DETACH = 2
-PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217}
+from runtime.tools.sandbox import namespaces as ns
+
 LIMITS = {
     "cpu": resource.RLIMIT_CPU,
     "address_space": resource.RLIMIT_AS,
@@ -52,24 +42,7 @@ LIMITS = {
     "core": resource.RLIMIT_CORE,
 }
 ISOLATION = ("network", "filesystem", "processes", "user")
-DEVICES = ("null", "zero", "full", "random", "urandom")
 WORKDIR = "/tmp"  # inside the call's own root: its one writable folder, private to the call
-
-_libc = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
-
-
-def _call(name: str, *args: Any) -> None:
-    if _libc is None or getattr(_libc, name)(*args) != 0:
-        errno = ctypes.get_errno() if _libc is not None else 0
-        raise OSError(errno, f"{name}{args[:2]}: {os.strerror(errno)}")
-
-
-def _bytes(text: str | None) -> bytes | None:
-    return text.encode() if text is not None else None
-
-
-def _mount(source: str | None, target: str, kind: str | None, flags: int, data: str = "") -> None:
-    _call("mount", _bytes(source), _bytes(target), _bytes(kind), flags, _bytes(data))
 
 
 # --- probes: run in the code's own process, after it has its final rights ---------------
@@ -153,68 +126,6 @@ def _join_cgroup(cgroup: dict[str, Any] | None) -> bool:
         return False
 
 
-def _bind(root: str, source: str, read_only: bool = True) -> None:
-    target = root + source
-    if os.path.islink(source):  # /bin -> usr/bin on a merged-/usr system
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        os.symlink(os.readlink(source), target)
-        return
-    if os.path.isdir(source):
-        os.makedirs(target, exist_ok=True)
-    else:
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        open(target, "a").close()
-    _mount(source, target, None, MS_BIND)
-    flags = MS_BIND | MS_REMOUNT | MS_NOSUID | (MS_RDONLY if read_only else 0)
-    held = os.statvfs(source).f_flag
-    flags |= sum(flag for bit, flag in KEPT_FLAGS.items() if held & bit)
-    _mount(None, target, None, flags)
-
-
-def _build_root(root: str, binds: list[str], tmp_mb: int) -> None:
-    """A root of the call's own: nothing of the host but the runtime's folders, read-only."""
-    _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,mode=755")
-    for source in binds:
-        if os.path.lexists(source):
-            _bind(root, source)
-    os.makedirs(root + "/proc")
-    _mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2")
-    os.makedirs(root + "/dev")
-    _mount("tmpfs", root + "/dev", "tmpfs", MS_NOSUID, "size=64k,mode=755")
-    for device in DEVICES:
-        _bind(root, "/dev/" + device, read_only=False)
-    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0")):
-        os.symlink(target, f"{root}/dev/{name}")
-    os.symlink("/proc/self/fd/1", root + "/dev/stdout")
-    os.symlink("/proc/self/fd/2", root + "/dev/stderr")
-    scratch = f"size={tmp_mb}m,mode=1777"
-    for folder in ("/tmp", "/dev/shm"):
-        os.makedirs(root + folder)
-        _mount("tmpfs", root + folder, "tmpfs", MS_NOSUID | MS_NODEV, scratch)
-    os.makedirs(root + "/var", exist_ok=True)
-    os.symlink("/tmp", root + "/var/tmp")
-    _mount(None, root + "/dev", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID)
-    _mount(None, root, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
-    _enter(root)
-
-
-def _enter(root: str) -> None:
-    """Makes `root` this namespace's root and drops the host's from it altogether
-    (pivot_root, then a lazy unmount), so no unmount inside can ever uncover it."""
-    os.chdir(root)
-    number = PIVOT_ROOT.get(os.uname().machine)
-    if number is None or _libc is None:  # an architecture not listed: move and chroot
-        _mount(root, "/", None, MS_MOVE)
-        os.chroot(".")
-    else:
-        if _libc.syscall(number, b".", b".") != 0:
-            errno = ctypes.get_errno()
-            raise OSError(errno, f"pivot_root: {os.strerror(errno)}")
-        _call("umount2", b".", MNT_DETACH)
-    os.chdir("/")
-
-
 def _children() -> list[int]:
     me, found = os.getpid(), []
     for entry in os.listdir("/proc"):
@@ -248,28 +159,6 @@ def _kill_all(child: int, isolate: bool) -> bool:
     return False
 
 
-def _write(path: str, text: str) -> None:
-    with open(path, "w", encoding="ascii") as target:
-        target.write(text)
-
-
-def _user_map(inside: int, outside: int, gid_outside: int) -> None:
-    _write("/proc/self/setgroups", "deny")
-    _write("/proc/self/uid_map", f"{inside} {outside} 1")
-    _write("/proc/self/gid_map", f"{inside} {gid_outside} 1")
-
-
-def _own_user_namespace(uid: int) -> None:
-    """Without root: the code gets a user namespace of its own inside the call's, as `uid`,
-    so it holds no capability over the call's mount, network or PID namespaces."""
-    outside, gid_outside = os.geteuid(), os.getegid()
-    _call("prctl", PR_SET_DUMPABLE, 1, 0, 0, 0)  # else its own maps are not its to write
-    _call("unshare", CLONE_NEWUSER)
-    _user_map(uid, outside, gid_outside)
-    os.setresgid(uid, uid, uid)
-    os.setresuid(uid, uid, uid)
-
-
 def _exec_code(orders: dict[str, Any], status: int, result: int) -> None:
     """In the forked child: take the code's rights, probe, and become the code."""
     try:
@@ -284,13 +173,13 @@ def _exec_code(orders: dict[str, Any], status: int, result: int) -> None:
             resource.setrlimit(LIMITS[name], (value, value))
         uid = orders["uid"]
         if orders["isolate"] and orders["rootless"]:
-            _own_user_namespace(uid)
+            ns.own_user_namespace(uid)
         elif orders["isolate"]:
             os.setgroups([])
             os.setresgid(uid, uid, uid)
             os.setresuid(uid, uid, uid)
-        if _libc is not None:
-            _call("prctl", PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+        if ns.LIBC is not None:
+            ns.call("prctl", ns.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
         os.chdir(orders["workdir"])
         walls = probe_walls(
             orders["isolate"],
@@ -366,21 +255,21 @@ def _isolated(orders: dict[str, Any], status: int, result: int, memory: bool) ->
     """Outside: the namespaces, then PID 1 of them; this process waits for it and tidies up."""
     root = orders["workdir"]  # the runner's empty folder: the new root's mount point
     uid, gid = os.geteuid(), os.getegid()
-    flags = NAMESPACES & ~CLONE_NEWNS  # this process stays in the host's mount namespace
-    _call("unshare", flags | (CLONE_NEWUSER if orders["rootless"] else 0))
+    flags = ns.NAMESPACES & ~ns.CLONE_NEWNS  # this process stays in the host's mount namespace
+    ns.call("unshare", flags | (ns.CLONE_NEWUSER if orders["rootless"] else 0))
     if orders["rootless"]:  # root inside a user namespace of the call's own, and only there
-        _user_map(0, uid, gid)
-    _undumpable()
+        ns.user_map(0, uid, gid)
+    ns.undumpable()
     lifeline_read, lifeline_write = os.pipe()
     init = os.fork()
     if init == 0:  # PID 1 of the new namespaces: never returns into the caller's code
         try:
             os.close(lifeline_write)
-            _call("prctl", PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            ns.call("prctl", ns.PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
             if select.select([lifeline_read], [], [], 0)[0]:  # the outer process is gone
                 os._exit(1)
-            _call("unshare", CLONE_NEWNS)
-            _build_root(root, orders["binds"], orders["tmp_mb"])
+            ns.call("unshare", ns.CLONE_NEWNS)
+            ns.build_root(root, orders["binds"], orders["tmp_mb"])
             _supervise({**orders, "workdir": WORKDIR}, status, result, memory)
         except BaseException as exc:
             _say(status, {"error": f"the sandbox could not be built: {exc!r}"})
@@ -391,19 +280,12 @@ def _isolated(orders: dict[str, Any], status: int, result: int, memory: bool) ->
     os.waitpid(init, 0)
 
 
-def _undumpable() -> None:
-    """Nothing of the supervisor (its pipes, its memory) readable through /proc by the code,
-    which may run as the same user."""
-    if _libc is not None:
-        _call("prctl", PR_SET_DUMPABLE, 0, 0, 0, 0)
-
-
 def _plain(orders: dict[str, Any], status: int, result: int) -> None:
     """Without root: the runner's private folder, and a subreaper that takes back every
     orphan (the runner removes the folder, also if the code kills this process)."""
-    if _libc is not None:
-        _call("prctl", PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    _undumpable()
+    if ns.LIBC is not None:
+        ns.call("prctl", ns.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    ns.undumpable()
     _supervise(orders, status, result, memory=False)
 
 

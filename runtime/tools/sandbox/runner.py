@@ -2,25 +2,25 @@
 runner serves `agentfn run`/`dev` (a subprocess) and the deployed sandbox function (inside a
 Lambda with no IAM permissions and no network route).
 
-Each call is supervised by its own jail process (runtime.tools.sandbox.jail). As root on
-Linux the call gets, each wall probed in that call and listed in the answer's `walls` only
-if it held:
+Each call is supervised by its own jail process (runtime.tools.sandbox.jail). Where the
+host can make namespaces (Linux, as root or with user namespaces open to this user) the call
+gets, each wall probed in that call and listed in the answer's `walls` only if it held:
 - "network": a network namespace with nothing in it (no route out, no loopback service,
   no abstract Unix socket of the host);
 - "filesystem": a root of its own — the interpreter's folders read-only, a private /tmp
   (also /var/tmp) and /dev/shm that die with the call; none of the host's files, sockets
   or other folders;
 - "processes": a PID namespace with a /proc of its own: no other process is visible;
-- "user": a uid of its own per call, no capabilities, no way to gain privileges;
+- "user" (as root only): a uid of its own per call, no capabilities, no way to gain any;
 - "memory": a cgroup that bounds the memory of everything the call runs together;
 - "limits": CPU seconds, address space and open files per process, processes per call
-  (the per-call uid makes that count the call's own), file size;
+  (as root the per-call uid makes that count the call's own), file size;
 - "environment": no variable of the caller (so no secret);
 - "cleanup": every process the call started was killed before the answer.
-Without root only "limits", "environment" and (on Linux) "cleanup" hold. The code's `result`
-variable comes back over a pipe the code writes itself: the runner never opens a file the
-code could have named. Output is read until the call's timeout (plus a few seconds for the
-jail to start and tidy up), never until whatever holds the pipe lets go.
+Elsewhere (Lambda, macOS) only "limits", "environment" and, on Linux, "cleanup" hold. The
+code's `result` comes back over a pipe the code writes itself: the runner never opens a
+file the code could have named. Output is read until the call's timeout (plus a few seconds
+for the jail to start and tidy up), never until whatever holds the pipe lets go.
 """
 
 from __future__ import annotations
@@ -42,6 +42,12 @@ from typing import Any
 from runtime.tools.sandbox.cgroup import CallCgroup, make_call_cgroup, memory_cgroup_missing
 
 JAIL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jail.py")
+PROJECT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(JAIL))))
+# -I -S: no environment, no site-packages; only this project's folder is put on the path
+LAUNCH = (
+    "import sys; sys.path.insert(0, sys.argv[1]); "
+    "from runtime.tools.sandbox.jail import main; main()"
+)
 OUTPUT_CHARS = 100_000
 MAX_PROCESSES = 64
 SUPERVISOR_MB = 32  # the jail's own processes share the call's memory cgroup
@@ -216,7 +222,7 @@ def _run(language: str, code: str, timeout: float, memory_mb: int, isolate: bool
     }
     try:
         process = subprocess.Popen(
-            [sys.executable, "-I", "-S", JAIL],
+            [sys.executable, "-I", "-S", "-c", LAUNCH, PROJECT],
             env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
