@@ -101,7 +101,7 @@ def can_isolate() -> bool:
     refuse them even to root; Lambda refuses them). Found out once, by running a call."""
     if sys.platform != "linux":
         return False
-    answer = _run("python", "pass", timeout=10, memory_mb=64, isolate=True)
+    answer = _run("python", "pass", timeout=10, memory_mb=256, isolate=True)
     return "error" not in answer and set(ISOLATION) <= set(answer["walls"])
 
 
