@@ -156,6 +156,8 @@ def _nobody_cannot(python: str, isolate: bool) -> str | None:
     check = subprocess.run([python, "-c", "pass"], preexec_fn=_as_nobody, check=False)
     if check.returncode != 0:
         return f"{python} does not start as nobody"
+    if isolate and shutil.which("unshare") is None:
+        return "no unshare (util-linux) to check for user namespaces"
     if isolate:
         userns = ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--net", "true"]
         if subprocess.run(userns, preexec_fn=_as_nobody, check=False).returncode != 0:
