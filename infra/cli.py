@@ -103,15 +103,27 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 def cmd_build(args: argparse.Namespace) -> int:
     from infra.package import stage_package
+    from infra.sam.limits import OUTPUTS, RESOURCES, TEMPLATE_BYTES, check
     from infra.sam.template import build_template, render
 
     spec = _load(args.file)
     if spec is None:
         return 1
     try:
-        text = render(build_template(spec, runtime=args.runtime))
+        template = build_template(spec, runtime=args.runtime)
     except ValueError as exc:  # what only a deployment needs (code_execute's VPC, …)
         _err(f"{args.file}: cannot build a template: {exc}")
+        return 1
+    text = render(template)
+    limits = check(template, text, len(spec.agents), len(spec.workflows))
+    for error in limits.errors:
+        _err(f"{args.file}: cannot deploy as one stack: {error}")
+    if limits.errors:
+        return 1
+    for warning in limits.warnings:
+        _err(f"{args.file}: warning: {warning}")
+    if args.strict and limits.warnings:
+        _err(f"{args.file}: --strict: refusing to build with {len(limits.warnings)} warning(s)")
         return 1
     output = Path(args.output)
     if args.check:
@@ -130,7 +142,13 @@ def cmd_build(args: argparse.Namespace) -> int:
     output.write_text(text, encoding="utf-8")
     project, where = Path(args.file).resolve().parent, output.resolve().parent
     package = stage_package(spec, project, where, args.runtime)
+    f = limits.figures
     _err(f"wrote {output} ({len(spec.agents)} agents) and staged the Lambda package in {package}")
+    _err(
+        f"stack: {f.resource_count} of {RESOURCES} resources after the SAM transform, "
+        f"{f.outputs} of {OUTPUTS} outputs, {f.roles} IAM roles, template "
+        f"{f.body_bytes // 1000:,} KB of {TEMPLATE_BYTES // 1000:,}"
+    )
     _err("next: sam validate --lint && sam build && sam deploy --guided")
     return 0
 
@@ -180,6 +198,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true", help="exit 1 when the template is out of date")
     p.add_argument(
         "--runtime", help="override deployment.runtime (e.g. python3.11 to match a local build)"
+    )
+    p.add_argument(
+        "--strict", action="store_true", help="refuse to build when there is a warning (exit 1)"
     )
     p.set_defaults(func=cmd_build)
 
