@@ -32,12 +32,21 @@ def _report(result: ValidationResult) -> None:
     _err(f"{count} problem{'s' if count != 1 else ''} found.")
 
 
-def _load(spec_file: str) -> AgentfnSpec | None:
-    result = validate_file(Path(spec_file))
+def _load(spec_file: str, env: str | None = None) -> AgentfnSpec | None:
+    result = _validated(spec_file, env)
+    return result.spec if result is not None else None
+
+
+def _validated(spec_file: str, env: str | None) -> ValidationResult | None:
+    """The spec of environment `env` (`--env`, else AGENTFN_ENV, else the base), or None
+    after reporting every problem."""
+    from infra.environments import selected
+
+    result = validate_file(Path(spec_file), selected(env))
     if not result.ok:
         _report(result)
         return None
-    return result.spec
+    return result
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -51,10 +60,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
         f"{args.file}: valid — {len(spec.agents)} agents, {len(spec.tools)} tools, "
         f"{len(spec.models)} models, {len(spec.mcp_servers)} MCP servers, "
         f"{len(spec.workflows)} workflows "
-        f"(spec hash {spec.spec_hash()})"
+        f"(spec hash {spec.spec_hash()})" + _environments_note(result.environments)
     )
     _warn(Path(args.file), result.data)
     return 0
+
+
+def _environments_note(declared: list[str]) -> str:
+    return f"; environments checked too: {', '.join(declared)}" if declared else ""
 
 
 def _warn(path: Path, data: object) -> None:
@@ -75,7 +88,9 @@ def _warn(path: Path, data: object) -> None:
 
 
 def json_schema() -> str:
-    schema = AgentfnSpec.model_json_schema(by_alias=True)
+    from runtime.spec.environments import SpecFile
+
+    schema = SpecFile.model_json_schema(by_alias=True)
     document = {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "agentfn agents.yaml",
@@ -102,13 +117,17 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
+    from infra.deploy_warnings import scripted_models
+    from infra.environments import selected
     from infra.package import stage_package
     from infra.sam.limits import OUTPUTS, RESOURCES, TEMPLATE_BYTES, check
     from infra.sam.template import build_template, render
 
-    spec = _load(args.file)
-    if spec is None:
+    result = _validated(args.file, args.env)
+    if result is None:
         return 1
+    spec = result.spec
+    assert spec is not None
     try:
         template = build_template(spec, runtime=args.runtime)
     except ValueError as exc:  # what only a deployment needs (code_execute's VPC, …)
@@ -120,10 +139,14 @@ def cmd_build(args: argparse.Namespace) -> int:
         _err(f"{args.file}: cannot deploy as one stack: {error}")
     if limits.errors:
         return 1
-    for warning in limits.warnings:
-        _err(f"{args.file}: warning: {warning}")
-    if args.strict and limits.warnings:
-        _err(f"{args.file}: --strict: refusing to build with {len(limits.warnings)} warning(s)")
+    warnings = [
+        w.located(args.file, result.source) for w in scripted_models(spec, selected(args.env))
+    ]
+    warnings += [f"{args.file}: warning: {warning}" for warning in limits.warnings]
+    for warning in warnings:
+        _err(warning)
+    if args.strict and warnings:
+        _err(f"{args.file}: --strict: refusing to build with {len(warnings)} warning(s)")
         return 1
     output = Path(args.output)
     if args.check:
@@ -147,7 +170,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     _err(
         f"stack: {f.resource_count} of {RESOURCES} resources after the SAM transform, "
         f"{f.outputs} of {OUTPUTS} outputs, {f.roles} IAM roles, template "
-        f"{f.body_bytes // 1000:,} KB of {TEMPLATE_BYTES // 1000:,}"
+        f"{f.body_bytes // 1000:,} KB of {TEMPLATE_BYTES // 1000:,} KB"
     )
     _err("next: sam validate --lint && sam build && sam deploy --guided")
     return 0
@@ -156,7 +179,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from infra.run_cli import EXIT_USAGE, run_command
 
-    spec = _load(args.file)
+    spec = _load(args.file, args.env)
     if spec is None:
         return EXIT_USAGE
     if args.agent in spec.workflows:
@@ -171,6 +194,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         _err(f"unknown agent or workflow {args.agent!r}{hint}; known: {', '.join(names)}")
         return EXIT_USAGE
     return run_command(args, spec)
+
+
+def _add_env(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--env",
+        metavar="NAME",
+        help="apply environments.NAME of the spec (default: $AGENTFN_ENV, else none)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -200,14 +231,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--runtime", help="override deployment.runtime (e.g. python3.11 to match a local build)"
     )
     p.add_argument(
-        "--strict", action="store_true", help="refuse to build when there is a warning (exit 1)"
+        "--strict",
+        action="store_true",
+        help="refuse to build when there is a warning, such as a scripted model (exit 1)",
     )
+    _add_env(p)
     p.set_defaults(func=cmd_build)
 
     p = sub.add_parser("run", help="run an agent or a workflow on the embedded AWS (moto)")
     from infra.run_cli import add_arguments
 
     add_arguments(p)
+    _add_env(p)
     p.set_defaults(func=cmd_run)
 
     # -- agentfn dev and the HTTP API commands (infra/dev_server.py, infra/api_client.py) --
@@ -217,6 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("dev", help="the whole stack on loopback: HTTP API + moto AWS endpoint")
     add_dev_arguments(p)
+    _add_env(p)
     p.set_defaults(func=dev_command)
     add_api_parsers(sub)
     # -- end agentfn dev / HTTP API commands --
