@@ -140,7 +140,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     if limits.errors:
         return 1
     warnings = [
-        w.located(args.file, result.source) for w in scripted_models(spec, selected(args.env))
+        w.located(args.file, result.source, result.shown)
+        for w in scripted_models(spec, selected(args.env))
     ]
     warnings += [f"{args.file}: warning: {warning}" for warning in limits.warnings]
     for warning in warnings:

@@ -4,6 +4,7 @@ answers from its script, not a model, so a deployed agent would return canned an
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from infra.issues import format_path
@@ -16,12 +17,14 @@ class DeployWarning:
     path: Path_
     message: str
 
-    def located(self, file: str, source: SourceMap | None) -> str:
+    def located(self, file: str, source: SourceMap | None, shown: Callable[[Path_], Path_]) -> str:
+        """`file:line:column: key.path: warning: …`, the path as written in the file."""
         line, column = 0, 0
         if source is not None:
             _, at = source.locate(self.path, key=True)
             line, column = at.line, at.column
-        return f"{file}:{line}:{column}: {format_path(self.path)}: warning: {self.message}"
+        where = format_path(shown(self.path))
+        return f"{file}:{line}:{column}: {where}: warning: {self.message}"
 
 
 def models_of(spec: AgentfnSpec, agent: str) -> list[str]:
@@ -48,16 +51,16 @@ def scripted_models(spec: AgentfnSpec, env: str | None) -> list[DeployWarning]:
             if spec.models[model].provider == "scripted":
                 users.setdefault(model, []).append(agent)
     how = (
-        f"replace it in environment {env!r}"
+        f" in environment {env!r} or at the top level"
         if env
-        else "replace it in an environment built with --env NAME (docs/spec.md: Environments)"
+        else ", or replace it in an environment built with --env NAME (docs/spec.md: Environments)"
     )
     return [
         DeployWarning(
             ("models", model),
             f"scripted model {model!r} answers from its script, not a model; deployed, it "
             f"would answer agent{'s' if len(agents) > 1 else ''} {', '.join(agents)}: give "
-            f"them a real model, or {how}",
+            f"them a real model{how}",
         )
         for model, agents in users.items()
     ]

@@ -51,6 +51,9 @@ class ValidationResult:
     data: Any = None  # the spec's YAML data (an environment's: resolved)
     source: SourceMap | None = None  # where each key path of `data` was written
     environments: list[str] = field(default_factory=list)  # declared, each one checked
+    #: A key path of `data` as written in the file (under `environments.NAME` when the
+    #: chosen environment supplied it).
+    shown: Callable[[Path_], Path_] = field(default=lambda path: path)
 
     @property
     def ok(self) -> bool:
@@ -77,9 +80,10 @@ def validate_text(
         )
 
     base = {k: v for k, v in data.items() if k != environments.SECTION}
-    spec, issues = _check(base, source, file, project_dir, lambda path: path)
+    spec, issues = _check(base, source, file, project_dir, _as_written)
     broken = _check_environment_shapes(data, source, file, issues)
     chosen, chosen_data, chosen_source = spec, base, source
+    chosen_shown: Callable[[Path_], Path_] = _as_written
     declared = environments.names(data)
     if env is not None and env not in declared:
         where, at = source.locate((environments.SECTION,), key=True)
@@ -90,13 +94,8 @@ def validate_text(
         if name in broken:
             continue  # its entries' own problems are reported; resolving would repeat them
         resolved, moved_source, moved = environments.resolve(data, source, name)
-        env_spec, env_issues = _check(
-            resolved,
-            moved_source,
-            file,
-            project_dir,
-            partial(environments.shown_path, name=name, moved=moved),
-        )
+        shown = partial(environments.shown_path, name=name, moved=moved)
+        env_spec, env_issues = _check(resolved, moved_source, file, project_dir, shown)
         seen = set(issues)
         issues += [
             replace(i, message=f"{i.message} (environment {name})")
@@ -105,11 +104,16 @@ def validate_text(
         ]
         if name == env:
             chosen, chosen_data, chosen_source = env_spec, resolved, moved_source
+            chosen_shown = shown
 
     ordered = sorted(set(issues))
     return ValidationResult(
-        chosen if not ordered else None, ordered, chosen_data, chosen_source, declared
+        chosen if not ordered else None, ordered, chosen_data, chosen_source, declared, chosen_shown
     )
+
+
+def _as_written(path: Path_) -> Path_:
+    return path
 
 
 def _check(

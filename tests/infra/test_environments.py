@@ -118,6 +118,10 @@ def test_scripted_models_are_a_warning_at_build_and_strict_refuses_them(tmp_path
     prod = _agentfn("build", "--strict", "--env", "prod", cwd=project)
     assert prod.returncode == 0, prod.stderr
     assert "warning" not in prod.stderr
+    staging = _agentfn("build", "--env", "staging", cwd=project)
+    assert (
+        "agents.yaml:20:7: environments.staging.models.local: warning: scripted model 'local'"
+    ) in staging.stderr  # where the environment wrote it
 
 
 FALLBACK_AND_SUMMARY = """\
