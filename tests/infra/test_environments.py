@@ -110,6 +110,8 @@ def test_scripted_models_are_a_warning_at_build_and_strict_refuses_them(tmp_path
         "script, not a model; deployed, it would answer agent helper"
     ) in result.stderr
     assert "'spare'" not in result.stderr  # no deployed agent can call it
+    check = _agentfn("build", "--check", cwd=project)  # a comparison, not a deployment
+    assert check.returncode == 0 and "warning" not in check.stderr, check.stderr
     (project / "template.yaml").unlink()
     strict = _agentfn("build", "--strict", cwd=project)
     assert strict.returncode == 1
