@@ -14,7 +14,8 @@ from infra.sam.template import build_template
 from infra.validate import validate_file
 
 
-def agents_spec(count: int) -> dict[str, Any]:
+def agents_spec(count: int, workflows: int = 0) -> dict[str, Any]:
+    """`count` agents, and `workflows` workflows of two steps (over agents i and i+1)."""
     names = [f"agent-{i:03d}" for i in range(count)]
     agents: dict[str, Any] = {}
     for i, name in enumerate(names):
@@ -50,13 +51,28 @@ def agents_spec(count: int) -> dict[str, Any]:
             }
         },
         "agents": agents,
+        "workflows": {
+            f"flow-{i:03d}": {
+                "input_schema": {
+                    "type": "object",
+                    "properties": {"order_id": {"type": "string"}},
+                    "required": ["order_id"],
+                },
+                "steps": [
+                    {"id": "look", "agent": names[i % count], "input": "Look {order_id} up."},
+                    {"id": "refund", "agent": names[(i + 1) % count], "input": "Refund it."},
+                ],
+            }
+            for i in range(workflows)
+        },
     }
 
 
-def write_spec(count: int, folder: Path) -> Path:
+def write_spec(count: int, folder: Path, workflows: int = 0) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "agents.yaml"
-    path.write_text(yaml.safe_dump(agents_spec(count), sort_keys=False), encoding="utf-8")
+    spec = agents_spec(count, workflows)
+    path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
     return path
 
 

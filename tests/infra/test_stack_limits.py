@@ -47,6 +47,31 @@ def test_the_count_is_the_real_transforms_type_by_type(size: str | int, tmp_path
     assert size_of_processed <= counted.processed_bytes <= 1.2 * size_of_processed
 
 
+def test_workflow_definitions_go_to_files_too_when_the_template_is_large(tmp_path: Path) -> None:
+    """Forty workflows inline would take about a megabyte once SAM has rewritten them: past
+    the inline limit they are files `sam deploy` uploads, like the agents'."""
+    from infra.naming import workflow_state_machine_id
+    from infra.package import stage_definitions
+    from infra.sam.template import definition_files
+
+    path = write_spec(10, tmp_path, workflows=40)
+    template = template_of(path)
+    spec = load_spec(path)
+    files = definition_files(spec)
+    assert len(files) == 10 + 40
+    for workflow in spec.workflows:
+        props = template["Resources"][workflow_state_machine_id(workflow)]["Properties"]
+        assert "Definition" not in props and props["DefinitionUri"] in files
+    stage_definitions(spec, tmp_path)
+    assert all((tmp_path / p).is_file() for p in files)
+    counted = limits.figures(template, render(template))
+    real, processed = _real(template)
+    assert counted.resources == real
+    size_of_processed = len(json.dumps(processed, separators=(",", ":")).encode())
+    assert size_of_processed <= counted.processed_bytes <= 1.2 * size_of_processed
+    assert size_of_processed < limits.TEMPLATE_BYTES / 3
+
+
 def test_every_modelled_construct_expands_as_the_transform_does() -> None:
     """The constructs agentfn does not emit today but `expand` models, each checked."""
     code = {"Bucket": "b", "Key": "k"}
