@@ -208,6 +208,24 @@ def test_a_misspelt_section_or_environment_is_named(tmp_path: Path) -> None:
             "(known: prod, staging)"
         ) in result.stderr
     assert _agentfn("build", cwd=project, env={"AGENTFN_ENV": "nope"}).returncode == 1
+    (tmp_path / "bare").mkdir()
+    bare = _project(tmp_path / "bare", FALLBACK_AND_SUMMARY)
+    result = _agentfn("build", "--env", "prod", cwd=bare)
+    assert result.returncode == 1
+    assert "unknown environment 'prod' (known: none declared)" in result.stderr
+
+
+def test_an_mcp_server_replaced_by_an_environment_is_checked_where_it_is_written(
+    tmp_path: Path,
+) -> None:
+    text = SPEC.replace(
+        "  staging:\n",
+        "    mcp_servers:\n      orders: {transport: http, url: ftp://orders.example.com}\n"
+        "  staging:\n",
+    )
+    result = run_agentfn("validate", cwd=_project(tmp_path, text))
+    assert result.returncode == 1
+    assert "agents.yaml:19:38: environments.prod.mcp_servers.orders.url: " in result.stderr
 
 
 def test_an_environment_reaches_the_json_schema() -> None:
