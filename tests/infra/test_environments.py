@@ -200,7 +200,7 @@ def test_a_misspelt_section_or_environment_is_named(tmp_path: Path) -> None:
     result = run_agentfn("validate", cwd=project)
     assert "unknown key 'environment'; did you mean 'environments'?" in result.stderr
     project = _project(tmp_path)
-    for command in (["build"], ["run", "helper", "hi"]):
+    for command in (["build"], ["run", "helper", "hi"], ["dev", "--port", "0", "--aws-port", "0"]):
         result = _agentfn(*command, "--env", "prd", cwd=project)
         assert result.returncode in (1, 2)
         assert (
