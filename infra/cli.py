@@ -33,12 +33,21 @@ def _report(result: ValidationResult) -> None:
     _err(f"{count} problem{'s' if count != 1 else ''} found.")
 
 
-def _load(spec_file: str) -> AgentfnSpec | None:
-    result = validate_file(Path(spec_file))
+def _load(spec_file: str, env: str | None = None) -> AgentfnSpec | None:
+    result = _validated(spec_file, env)
+    return result.spec if result is not None else None
+
+
+def _validated(spec_file: str, env: str | None) -> ValidationResult | None:
+    """The spec of environment `env` (`--env`, else AGENTFN_ENV, else the base), or None
+    after reporting every problem."""
+    from infra.environments import selected
+
+    result = validate_file(Path(spec_file), selected(env))
     if not result.ok:
         _report(result)
         return None
-    return result.spec
+    return result
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -52,10 +61,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
         f"{args.file}: valid — {len(spec.agents)} agents, {len(spec.tools)} tools, "
         f"{len(spec.models)} models, {len(spec.mcp_servers)} MCP servers, "
         f"{len(spec.workflows)} workflows "
-        f"(spec hash {spec.spec_hash()})"
+        f"(spec hash {spec.spec_hash()})" + _environments_note(result.environments)
     )
     _warn(Path(args.file), result.data, spec)
     return 0
+
+
+def _environments_note(declared: list[str]) -> str:
+    return f"; environments checked too: {', '.join(declared)}" if declared else ""
 
 
 def _warn(path: Path, data: object, spec: AgentfnSpec) -> None:
@@ -78,7 +91,9 @@ def _warn(path: Path, data: object, spec: AgentfnSpec) -> None:
 
 
 def json_schema() -> str:
-    schema = AgentfnSpec.model_json_schema(by_alias=True)
+    from runtime.spec.environments import SpecFile
+
+    schema = SpecFile.model_json_schema(by_alias=True)
     document = {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "agentfn agents.yaml",
@@ -105,16 +120,37 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
+    from infra.deploy_warnings import scripted_models
+    from infra.environments import selected
     from infra.package import stage_package
+    from infra.sam.limits import OUTPUTS, RESOURCES, TEMPLATE_BYTES, check
     from infra.sam.template import build_template, render
 
-    spec = _load(args.file)
-    if spec is None:
+    result = _validated(args.file, args.env)
+    if result is None:
         return 1
+    spec = result.spec
+    assert spec is not None
     try:
-        text = render(build_template(spec, runtime=args.runtime))
+        template = build_template(spec, runtime=args.runtime)
     except ValueError as exc:  # what only a deployment needs (code_execute's VPC, …)
         _err(f"{args.file}: cannot build a template: {exc}")
+        return 1
+    text = render(template)
+    limits = check(template, text, len(spec.agents), len(spec.workflows))
+    for error in limits.errors:
+        _err(f"{args.file}: cannot deploy as one stack: {error}")
+    if limits.errors:
+        return 1
+    warnings = [
+        w.located(args.file, result.source, result.shown)
+        for w in scripted_models(spec, selected(args.env))
+    ]
+    warnings += [f"{args.file}: warning: {warning}" for warning in limits.warnings]
+    for warning in warnings if args.strict or not args.check else []:  # --check compares only
+        _err(warning)
+    if args.strict and warnings:
+        _err(f"{args.file}: --strict: refusing to build with {len(warnings)} warning(s)")
         return 1
     output = Path(args.output)
     if args.check:
@@ -133,7 +169,13 @@ def cmd_build(args: argparse.Namespace) -> int:
     output.write_text(text, encoding="utf-8")
     project, where = Path(args.file).resolve().parent, output.resolve().parent
     package = stage_package(spec, project, where, args.runtime)
+    f = limits.figures
     _err(f"wrote {output} ({len(spec.agents)} agents) and staged the Lambda package in {package}")
+    _err(
+        f"stack: {f.resource_count} of {RESOURCES} resources after the SAM transform, "
+        f"{f.outputs} of {OUTPUTS} outputs, {f.roles} IAM roles, template "
+        f"{f.body_bytes // 1000:,} KB of {TEMPLATE_BYTES // 1000:,} KB"
+    )
     _err("next: sam validate --lint && sam build && sam deploy --guided")
     return 0
 
@@ -158,7 +200,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from infra.run_cli import EXIT_USAGE, run_command
 
-    spec = _load(args.file)
+    spec = _load(args.file, args.env)
     if spec is None:
         return EXIT_USAGE
     if args.agent in spec.workflows:
@@ -193,6 +235,14 @@ def cmd_db_grants(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_env(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--env",
+        metavar="NAME",
+        help="apply environments.NAME of the spec (default: $AGENTFN_ENV, else none)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="agentfn", description="Serverless AI agents from agents.yaml."
@@ -223,6 +273,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--runtime", help="override deployment.runtime (e.g. python3.11 to match a local build)"
     )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse to build when there is a warning, such as a scripted model (exit 1)",
+    )
+    _add_env(p)
     p.set_defaults(func=cmd_build)
 
     p = sub.add_parser(
@@ -236,6 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
     from infra.run_cli import add_arguments
 
     add_arguments(p)
+    _add_env(p)
     p.set_defaults(func=cmd_run)
 
     # -- agentfn dev and the HTTP API commands (infra/dev_server.py, infra/api_client.py) --
@@ -245,6 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("dev", help="the whole stack on loopback: HTTP API + moto AWS endpoint")
     add_dev_arguments(p)
+    _add_env(p)
     p.set_defaults(func=dev_command)
     add_api_parsers(sub)
     # -- end agentfn dev / HTTP API commands --

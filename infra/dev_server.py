@@ -263,10 +263,11 @@ def template_for(spec: Any, spec_path: Path) -> Path | None:
 
 def dev_command(args: argparse.Namespace) -> int:
     import handlers.api
+    from infra.environments import selected
     from infra.validate import validate_file
 
     spec_path = Path(args.file)
-    result = validate_file(spec_path)
+    result = validate_file(spec_path, selected(getattr(args, "env", None)))
     if not result.ok or result.spec is None:
         lines = [*map(str, result.issues), f"{len(result.issues)} problem(s) in {args.file}."]
         print("\n".join(lines), file=sys.stderr)

@@ -10,12 +10,15 @@ from __future__ import annotations
 import re
 import types
 import typing
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from infra import environments
 from infra.database_checks import check_databases
 from infra.hook_checks import check_hooks
 from infra.issues import SpecIssue, did_you_mean, format_path
@@ -24,9 +27,10 @@ from infra.prices import with_prices
 from infra.references import check_references
 from infra.run_limits import budget_problems, context_problems
 from infra.workflow_checks import check_workflows
-from infra.yamlsrc import Path_, YamlLoadError, load_yaml, read_spec_text
+from infra.yamlsrc import Path_, Position, SourceMap, YamlLoadError, load_yaml, read_spec_text
 from runtime.spec import AgentfnSpec
-from runtime.spec.types import NAME_PATTERN, SECRET_REF_PATTERN
+from runtime.spec.environments import Environment, SpecFile
+from runtime.spec.types import NAME_PATTERN, SECRET_REF_PATTERN, Name
 
 _PATTERN_HINTS = {
     NAME_PATTERN: "names start with a letter and use letters, digits, '_' or '-' (at most 64)",
@@ -37,18 +41,30 @@ _PATTERN_HINTS = {
 }
 
 
+_ENVIRONMENTS = TypeAdapter(dict[Name, Environment])
+
+
 @dataclass
 class ValidationResult:
     spec: AgentfnSpec | None
     issues: list[SpecIssue]
-    data: Any = None
+    data: Any = None  # the spec's YAML data (an environment's: resolved)
+    source: SourceMap | None = None  # where each key path of `data` was written
+    environments: list[str] = field(default_factory=list)  # declared, each one checked
+    #: A key path of `data` as written in the file (under `environments.NAME` when the
+    #: chosen environment supplied it).
+    shown: Callable[[Path_], Path_] = field(default=lambda path: path)
 
     @property
     def ok(self) -> bool:
         return self.spec is not None and not self.issues
 
 
-def validate_text(text: str, file: str, project_dir: Path) -> ValidationResult:
+def validate_text(
+    text: str, file: str, project_dir: Path, env: str | None = None
+) -> ValidationResult:
+    """Every problem of the file, its environments' included (each resolved and checked as
+    the spec it makes); the spec is the base one, or environment `env` resolved."""
     try:
         data, source = load_yaml(text)
     except YamlLoadError as exc:
@@ -63,6 +79,58 @@ def validate_text(text: str, file: str, project_dir: Path) -> ValidationResult:
             ],
         )
 
+    base = {k: v for k, v in data.items() if k != environments.SECTION}
+    spec, issues = _check(base, source, file, project_dir, _as_written)
+    broken = _check_environment_shapes(data, source, file, issues)
+    chosen, chosen_data, chosen_source = spec, base, source
+    chosen_shown: Callable[[Path_], Path_] = _as_written
+    declared = environments.names(data)
+    if env is not None and env not in declared:
+        where, at = source.locate((environments.SECTION,), key=True)
+        known = ", ".join(declared) or "none declared"
+        message = f"unknown environment {env!r}{did_you_mean(env, declared)} (known: {known})"
+        issues.append(SpecIssue(at.line, at.column, format_path(where), message, file))
+    for name in declared:
+        if name in broken:
+            continue  # its entries' own problems are reported; resolving would repeat them
+        resolved, moved_source, moved = environments.resolve(data, source, name)
+        shown = partial(environments.shown_path, name=name, moved=moved)
+        env_spec, env_issues = _check(resolved, moved_source, file, project_dir, shown)
+        seen = set(issues)
+        issues += [
+            replace(i, message=f"{i.message} (environment {name})")
+            for i in env_issues
+            if i not in seen
+        ]
+        if name == env:
+            chosen, chosen_data, chosen_source = env_spec, resolved, moved_source
+            chosen_shown = shown
+
+    ordered = sorted(set(issues))
+    if chosen is not None:
+        chosen.at_project(project_dir)  # its relative paths start from the spec's folder
+    return ValidationResult(
+        chosen if not ordered else None, ordered, chosen_data, chosen_source, declared, chosen_shown
+    )
+
+
+def _as_written(path: Path_) -> Path_:
+    return path
+
+
+def _check(
+    data: dict[str, Any],
+    source: SourceMap,
+    file: str,
+    project_dir: Path,
+    shown: Callable[[Path_], Path_],
+) -> tuple[AgentfnSpec | None, list[SpecIssue]]:
+    """One spec (no `environments`): its structure, its references, then on a valid spec
+    what needs resolved models (context windows, budgets)."""
+
+    def issue(path: Path_, position: Position, message: str) -> SpecIssue:
+        return SpecIssue(position.line, position.column, format_path(shown(path)), message, file)
+
     issues: list[SpecIssue] = []
     reported: set[Path_] = set()
     spec: AgentfnSpec | None = None
@@ -73,9 +141,7 @@ def validate_text(text: str, file: str, project_dir: Path) -> ValidationResult:
             path, message, at_key = _explain(error, data)
             where, position = source.locate(path, key=at_key)
             reported.add(where)
-            issues.append(
-                SpecIssue(position.line, position.column, format_path(path), message, file)
-            )
+            issues.append(issue(path, position, message))
 
     checks = [*check_references(data, project_dir), *check_hooks(data, project_dir)]
     checks += check_databases(data, project_dir) + check_knowledge(data, project_dir)
@@ -83,29 +149,40 @@ def validate_text(text: str, file: str, project_dir: Path) -> ValidationResult:
         where, position = source.locate(problem.path, key=problem.at_key)
         if where in reported and where == problem.path:
             continue  # already explained by the structural pass
-        issues.append(
-            SpecIssue(
-                position.line, position.column, format_path(problem.path), problem.message, file
-            )
-        )
+        issues.append(issue(problem.path, position, problem.message))
 
     if spec is not None and not issues:  # on a valid spec: windows need resolved models
         spec = with_prices(spec)
         for problem in [*context_problems(spec), *budget_problems(spec)]:
             _where, position = source.locate(problem.path, key=problem.at_key)
+            issues.append(issue(problem.path, position, problem.message))
+    return (spec if not issues else None), issues
+
+
+def _check_environment_shapes(
+    data: dict[str, Any], source: SourceMap, file: str, issues: list[SpecIssue]
+) -> set[str]:
+    """The `environments` section's structure (appended to `issues`); the names of the
+    environments that have a problem."""
+    if environments.SECTION not in data:
+        return set()
+    broken: set[str] = set()
+    try:
+        _ENVIRONMENTS.validate_python(data[environments.SECTION])
+    except ValidationError as exc:
+        for error in exc.errors(include_url=False):
+            error = {**error, "loc": (environments.SECTION, *error["loc"])}
+            path, message, at_key = _explain(error, data)
+            _where, position = source.locate(path, key=at_key)
             issues.append(
-                SpecIssue(
-                    position.line, position.column, format_path(problem.path), problem.message, file
-                )
+                SpecIssue(position.line, position.column, format_path(path), message, file)
             )
-
-    ordered = sorted(set(issues))
-    if spec is not None:
-        spec.at_project(project_dir)
-    return ValidationResult(spec if not ordered else None, ordered, data)
+            if len(path) > 1:
+                broken.add(str(path[1]))
+    return broken
 
 
-def validate_file(path: Path) -> ValidationResult:
+def validate_file(path: Path, env: str | None = None) -> ValidationResult:
     try:
         text = read_spec_text(path)
     except OSError as exc:
@@ -114,7 +191,7 @@ def validate_file(path: Path) -> ValidationResult:
         )
     except YamlLoadError as exc:
         return _load_failed(exc, str(path))
-    return validate_text(text, str(path), path.resolve().parent)
+    return validate_text(text, str(path), path.resolve().parent, env)
 
 
 def _load_failed(exc: YamlLoadError, file: str) -> ValidationResult:
@@ -277,8 +354,8 @@ def _is_tag(node: dict[str, Any], element: str) -> bool:
 
 
 def _allowed_keys(loc: tuple[Any, ...], data: Any) -> list[str]:
-    """The keys a model accepts at `loc`, found by walking the spec's type annotations."""
-    annotation: Any = AgentfnSpec
+    """The keys a model accepts at `loc`, found by walking the file's type annotations."""
+    annotation: Any = SpecFile
     for element in loc:
         annotation = _step(annotation, element)
         if annotation is None:

@@ -10,13 +10,14 @@ a state machine, and the role SAM makes for each) and one output. The API's envi
 and IAM name the agents by the fixed-size patterns of runtime.naming, and every function
 logs to one shared log group (LoggingConfig, JSON; Lambda puts the function's name in each
 log stream's name), so a per-agent log group does not spend the stack's 500 resources:
-100 agents take about 430 of them after the SAM transform.
+100 agents take about 450 of them after the SAM transform (infra.sam.limits counts them).
 
-The state machine definitions are most of a template's bytes (about 7 KB each), and
-CloudFormation takes at most 1 MB of template body. While they are small in total they stay
-inline, so template.yaml is complete for review; past DEFINITIONS_INLINE_LIMIT they go to
-files next to the template (`DefinitionUri`), which `sam deploy` uploads to S3, and the
-body keeps only references.
+The state machine definitions (agents' and workflows') are most of a template's bytes
+(about 9 KB each, and SAM writes an inline one at 2.5 times that), and CloudFormation takes
+at most 1 MB of template body, before and after the transform (infra.sam.limits). While
+they are small in total they stay inline, so template.yaml is complete for review; past
+DEFINITIONS_INLINE_LIMIT they go to files next to the template (`DefinitionUri`), which
+`sam deploy` uploads to S3, and the body keeps only references.
 """
 
 from __future__ import annotations
@@ -34,7 +35,18 @@ from infra.naming import (
     workflow_function_id,
     workflow_state_machine_id,
 )
-from infra.sam import api, asl, data, functions, layers, live, monitoring, sandbox, workflows
+from infra.sam import (
+    api,
+    asl,
+    data,
+    functions,
+    layers,
+    live,
+    monitoring,
+    sandbox,
+    workflow_asl,
+    workflows,
+)
 from infra.sam.api import ACCESS_LOGS, API, API_FUNCTION
 from infra.sam.data import BUCKET, IDEMPOTENCY_TABLE, TABLE, table_resource
 from infra.sam.intrinsics import arn, ref, sub
@@ -51,17 +63,20 @@ DEFINITIONS_INLINE_LIMIT = 200_000
 
 
 def definition_files(spec: AgentfnSpec) -> dict[str, dict[str, Any]]:
-    """Path relative to the template → state machine definition, for the definitions that
-    go to files; empty while they fit inline. Written by infra.package.stage_package."""
-    definitions = {agent: asl.definition(spec, agent) for agent in spec.agents}
+    """Path relative to the template → state machine definition (every agent's and
+    workflow's), for the definitions that go to files; empty while they fit inline.
+    Written by infra.package.stage_package."""
+    definitions = {agent_state_machine_id(a): asl.definition(spec, a) for a in spec.agents}
+    for workflow in spec.workflows:
+        definitions[workflow_state_machine_id(workflow)] = workflow_asl.definition(spec, workflow)
     size = sum(len(json.dumps(d, separators=(",", ":"))) for d in definitions.values())
     if size <= DEFINITIONS_INLINE_LIMIT:
         return {}
-    return {definition_path(agent): definition for agent, definition in definitions.items()}
+    return {definition_path(machine): definition for machine, definition in definitions.items()}
 
 
-def definition_path(agent: str) -> str:
-    return f"{STATE_MACHINES_DIR}/{agent_state_machine_id(agent)}.asl.json"
+def definition_path(machine_id: str) -> str:
+    return f"{STATE_MACHINES_DIR}/{machine_id}.asl.json"
 
 
 def build_template(spec: AgentfnSpec, *, runtime: str | None = None) -> dict[str, Any]:
@@ -114,7 +129,7 @@ def build_template(spec: AgentfnSpec, *, runtime: str | None = None) -> dict[str
         resources[function_id] = layers.built_by_makefile(
             functions.agent_function(spec, agent), extra
         )
-        path = definition_path(agent)
+        path = definition_path(machine_id)
         resources[machine_id] = functions.state_machine(spec, agent, path if files else None)
         outputs[f"Agent{logical_id(agent)}StateMachineArn"] = {
             "Description": f"State machine of agent {agent!r}",
@@ -128,7 +143,10 @@ def build_template(spec: AgentfnSpec, *, runtime: str | None = None) -> dict[str
         resources[function_id] = layers.built_by_makefile(
             workflows.workflow_function(spec, workflow), []
         )
-        resources[machine_id] = workflows.workflow_state_machine(spec, workflow)
+        path = definition_path(machine_id)
+        resources[machine_id] = workflows.workflow_state_machine(
+            spec, workflow, path if files else None
+        )
         outputs[f"Workflow{logical_id(workflow)}StateMachineArn"] = {
             "Description": f"State machine of workflow {workflow!r}",
             "Value": ref(machine_id),

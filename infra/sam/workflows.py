@@ -64,12 +64,21 @@ def workflow_function(spec: AgentfnSpec, workflow: str) -> dict[str, Any]:
     return {"Type": "AWS::Serverless::Function", "Properties": props}
 
 
-def workflow_state_machine(spec: AgentfnSpec, workflow: str) -> dict[str, Any]:
+def workflow_state_machine(
+    spec: AgentfnSpec, workflow: str, definition_uri: str | None = None
+) -> dict[str, Any]:
+    """The workflow's state machine; its definition inline, or in the file `definition_uri`
+    (relative to the template; `sam deploy` uploads it) when the template is large."""
     function_id = workflow_function_id(workflow)
+    definition: dict[str, Any] = (
+        {"DefinitionUri": definition_uri}
+        if definition_uri
+        else {"Definition": workflow_asl.definition(spec, workflow)}
+    )
     props: dict[str, Any] = {
         "Name": sub(workflow_physical_name(workflow)),
         "Type": "STANDARD",
-        "Definition": workflow_asl.definition(spec, workflow),
+        **definition,
         "DefinitionSubstitutions": {"WorkflowFunctionArn": get_arn(function_id)},
         "Policies": [
             {

@@ -146,7 +146,7 @@ def test_the_cli_turns_an_unexpected_error_into_one_line(
 ) -> None:
     from infra import cli
 
-    def broken(path: Path) -> None:
+    def broken(path: Path, env: str | None = None) -> None:
         raise RuntimeError("something nobody foresaw\nsecond line")
 
     monkeypatch.setattr(cli, "validate_file", broken)
