@@ -181,10 +181,14 @@ def test_every_environment_is_validated_at_the_line_it_was_written(tmp_path: Pat
     result = run_agentfn("validate", cwd=_project(tmp_path, text))
     assert result.returncode == 1
     lines = result.stderr.splitlines()
-    assert (
-        "agents.yaml:17:59: environments.prod.models.local.fallbacks[0]: unknown model "
-        "'nowhere' (environment prod)"
-    ) in lines
+    assert any(
+        line.startswith(
+            "agents.yaml:17:59: environments.prod.models.local.fallbacks[0]: unknown model "
+            "'nowhere' (models defined: "
+        )
+        and line.endswith(") (environment prod)")
+        for line in lines
+    ), lines
     assert any(
         line.startswith(
             "agents.yaml:21:19: environments.staging.models.local.provider: "
