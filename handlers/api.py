@@ -368,9 +368,11 @@ def _build() -> dict[str, Any]:
     def cancel_agent_run(agent: Name, run_id: Name) -> Response[Any]:
         return cancel(owned(agent, run_id))
 
+    from handlers.api_live import watch_routes
     from handlers.api_workflows import workflow_routes
 
     workflow_routes(route, ok, Strict, Name, caller, Key)
+    watch_routes(route, Name, owned)
 
     @route("OpenApi", {})
     def openapi() -> Response[Any]:

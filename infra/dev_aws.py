@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -133,6 +133,26 @@ def guarded(app: Wsgi, allowed: frozenset[str] = frozenset()) -> Wsgi:
         return app(environ, start)
 
     return serve
+
+
+WATCH_KEY_NAME = "agentfn-local-watch-key"
+
+
+def create_watch_key(url: str) -> None:
+    """The dev stack's watch key (runtime.watch_token): a random secret in the local Secrets
+    Manager, as the deployed stack generates one; the API finds it as deployed, by the
+    environment."""
+    import secrets
+
+    import boto3
+
+    from infra.local import LOCAL_REGION
+    from runtime.watch_token import KEY_SECRET_ENV
+
+    manager = boto3.client("secretsmanager", region_name=LOCAL_REGION, endpoint_url=url)
+    with suppress(manager.exceptions.ResourceExistsException):  # kept from an earlier start
+        manager.create_secret(Name=WATCH_KEY_NAME, SecretString=secrets.token_urlsafe(48))
+    os.environ[KEY_SECRET_ENV] = WATCH_KEY_NAME
 
 
 _AWS_ENV = {"AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE"}

@@ -29,7 +29,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from infra import dev_console
-from infra.dev_aws import HOST, LISTEN_BACKLOG, MotoServer, pointed_at
+from infra.dev_aws import HOST, LISTEN_BACKLOG, MotoServer, create_watch_key, pointed_at
 from infra.dev_origin import ALLOW_HOSTS_ENV, Refusal, allowed_hosts, api_refusal
 from infra.dev_stream import serve as serve_stream
 from infra.dev_stream import wants_stream
@@ -353,6 +353,7 @@ def serve(
                 boto3.client("lambda", **client),
             )
             create_resources(clients)
+            create_watch_key(aws.url)
             progress = Progress(sys.stderr, True, tag_runs=True)  # as `agentfn run`
             watch: dict[str, Any] = {"listener": progress}
             if hub is not None:  # SSE watchers: every event, and the answers as they stream
