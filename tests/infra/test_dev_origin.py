@@ -287,3 +287,14 @@ def test_the_aws_endpoint_grants_no_page_and_wants_the_stacks_credentials(dev: D
     assert own.status_code == 200 and run_id in own.text  # the stack's own credentials
     assert not any(h.lower().startswith("access-control-") for h in own.headers)
     assert "AWS endpoint refused OPTIONS /" in dev.stderr.read_text()
+
+
+def test_the_dev_api_issues_watch_tokens_signed_with_its_own_key(dev: Dev) -> None:
+    """agentfn dev makes the stack's watch key in its own Secrets Manager, as deployed."""
+    run_id = waiting_refund(dev)
+    answer = httpx.get(f"{dev.api}/agents/billing/runs/{run_id}/watch-token", timeout=10)
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["cache-control"] == "no-store"
+    assert answer.json()["run_id"] == run_id and answer.json()["token"].startswith("v1.")
+    other = httpx.get(f"{dev.api}/agents/support/runs/{run_id}/watch-token", timeout=10)
+    assert other.status_code == 404  # another agent's path: no token for billing's run
