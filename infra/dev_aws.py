@@ -37,6 +37,7 @@ ACCESS_KEY_ID = "testing"
 #: interpreter signs its Lambda calls with (moto.stepfunctions.parser…boto_client: "ak").
 OWN_KEY_IDS = frozenset({ACCESS_KEY_ID, "ak"})
 _CREDENTIAL = re.compile(r"Credential=([^/,\s]+)/")
+_SIGV2 = re.compile(r"AWS ([^:\s]+):")
 
 Wsgi = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
@@ -82,12 +83,18 @@ class MotoServer:
 
 
 def key_id(environ: dict[str, Any]) -> str | None:
-    """The access key id a request is signed with (SigV4 header or presigned URL), if any."""
-    found = _CREDENTIAL.search(environ.get("HTTP_AUTHORIZATION", ""))
+    """The access key id a request is signed with, if any: SigV4 (`Credential=KEY/…`) or S3's
+    SigV2 (`AWS KEY:signature`) in Authorization, or a presigned URL's X-Amz-Credential /
+    AWSAccessKeyId (boto3 presigns S3 URLs with either)."""
+    authorization = environ.get("HTTP_AUTHORIZATION", "")
+    found = _CREDENTIAL.search(authorization) or _SIGV2.match(authorization)
     if found is not None:
         return found.group(1)
-    credential = parse_qs(environ.get("QUERY_STRING", "")).get("X-Amz-Credential", [""])[0]
-    return credential.split("/", 1)[0] if "/" in credential else None
+    query = parse_qs(environ.get("QUERY_STRING", ""))
+    credential = query.get("X-Amz-Credential", [""])[0]
+    if "/" in credential:
+        return credential.split("/", 1)[0]
+    return query.get("AWSAccessKeyId", [None])[0]
 
 
 def aws_refusal(environ: dict[str, Any], allowed: frozenset[str]) -> str | None:

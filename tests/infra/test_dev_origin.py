@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
+import boto3
 import httpx
 import pytest
 from botocore.auth import SigV4Auth
@@ -139,6 +140,9 @@ def test_the_aws_guard_strips_cors_headers_and_wants_the_stacks_key() -> None:
     assert sent == [("200 OK", [("X-Kept", "1")])]
     presigned = {"QUERY_STRING": "X-Amz-Credential=testing%2F20261126%2Fus-east-1%2Fs3"}
     assert key_id(presigned) == "testing"
+    assert key_id({"QUERY_STRING": "AWSAccessKeyId=testing&Signature=x"}) == "testing"
+    assert key_id({"HTTP_AUTHORIZATION": "AWS testing:c2lnbmF0dXJl"}) == "testing"
+    assert key_id({"HTTP_AUTHORIZATION": "Bearer x", "QUERY_STRING": "a=b"}) is None
     assert aws_refusal({**environ, "REQUEST_METHOD": "OPTIONS"}, frozenset())
     assert aws_refusal({**environ, "HTTP_ORIGIN": "http://127.0.0.2"}, frozenset())
     assert aws_refusal({**environ, "HTTP_AUTHORIZATION": ""}, frozenset())
@@ -285,6 +289,12 @@ def test_the_aws_endpoint_grants_no_page_and_wants_the_stacks_credentials(dev: D
     assert from_page.status_code == 403 and run_id not in from_page.text
     own = signed(dev.aws, SCAN)
     assert own.status_code == 200 and run_id in own.text  # the stack's own credentials
+    s3 = boto3.client("s3", endpoint_url=dev.aws, region_name="us-east-1",
+                      aws_access_key_id="testing", aws_secret_access_key="testing")  # fmt: skip
+    s3.put_object(Bucket="agentfn-local-data", Key="origin-test.txt", Body=b"shared")
+    url = s3.generate_presigned_url("get_object", Params={"Bucket": "agentfn-local-data", "Key": "origin-test.txt"})  # fmt: skip
+    assert httpx.get(url, timeout=10).text == "shared"  # a presigned URL: the stack's key too
+    assert httpx.get(url.split("?")[0], timeout=10).status_code == 403
     assert not any(h.lower().startswith("access-control-") for h in own.headers)
     assert "AWS endpoint refused OPTIONS /" in dev.stderr.read_text()
 
