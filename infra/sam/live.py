@@ -71,6 +71,9 @@ def resources(spec: AgentfnSpec) -> dict[str, Any]:
         },
         WATCH_KEY: {
             "Type": "AWS::SecretsManager::Secret",
+            # disposable: a new key only ends the tokens of the last 5 minutes
+            "DeletionPolicy": "Delete",
+            "UpdateReplacePolicy": "Delete",
             "Properties": {
                 "Description": "agentfn: signs the tokens that let a caller watch a run live",
                 "GenerateSecretString": {"PasswordLength": 64, "ExcludePunctuation": True},
