@@ -30,6 +30,7 @@ from handlers.api_requests import (
     openapi_document,
     too_large,
     too_large_answer,
+    unsupported_media,
 )
 from runtime.routes import ROUTES
 
@@ -78,6 +79,9 @@ def idempotency_store(table: str, client: Any = None) -> Any:
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     if too_large(event):  # before parsing anything: a request's size is bounded
         return too_large_answer()
+    refused = unsupported_media(event)
+    if refused is not None:
+        return refused
     with observe.invocation(context):  # the run's keys on its lines; metrics at the end
         try:
             return _resolver()(event, context)
@@ -187,7 +191,13 @@ def container() -> Handler:
     requests at once, each in a container of its own: infra.dev_concurrency)."""
     with _build_lock:
         resolve: Handler = _build()["resolve"]
-    return lambda event, ctx: too_large_answer() if too_large(event) else resolve(event, ctx)
+
+    def serve(event: dict[str, Any], ctx: Any) -> dict[str, Any]:
+        if too_large(event):
+            return too_large_answer()
+        return unsupported_media(event) or resolve(event, ctx)
+
+    return serve
 
 
 def _openapi_json() -> str:
@@ -358,9 +368,11 @@ def _build() -> dict[str, Any]:
     def cancel_agent_run(agent: Name, run_id: Name) -> Response[Any]:
         return cancel(owned(agent, run_id))
 
+    from handlers.api_live import watch_routes
     from handlers.api_workflows import workflow_routes
 
     workflow_routes(route, ok, Strict, Name, caller, Key)
+    watch_routes(route, Name, owned)
 
     @route("OpenApi", {})
     def openapi() -> Response[Any]:

@@ -140,6 +140,31 @@ def too_large(event: dict[str, Any]) -> bool:
     return size > MAX_BODY_BYTES
 
 
+def unsupported_media(event: dict[str, Any]) -> dict[str, Any] | None:
+    """415 for a body not sent as JSON; None when the request is fine. Powertools parses a
+    body with no Content-Type as JSON and a form's as a form (`curl -d` without a
+    content-type header got `input: Field required`): a body must say `application/json`,
+    which a web page can only send after a CORS preflight."""
+    if event.get("httpMethod") not in {"POST", "PUT", "PATCH", "DELETE"} or not event.get("body"):
+        return None
+    headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
+    kind = headers.get("content-type")
+    if kind is not None and kind.split(";", 1)[0].strip().lower() == "application/json":
+        return None
+    said = f"Content-Type {kind!r}" if kind else "no Content-Type"
+    body = {
+        "error_code": "UNSUPPORTED_MEDIA_TYPE",
+        "error_message": f"send the body as JSON with Content-Type: application/json (got {said})",
+        "field": "Content-Type",
+    }
+    return {
+        "statusCode": 415,
+        "headers": {"Content-Type": "application/json"},
+        "body": json.dumps(body),
+        "isBase64Encoded": False,
+    }
+
+
 def too_large_answer() -> dict[str, Any]:
     """The proxy response for a body over MAX_BODY_BYTES (no parsing was attempted)."""
     body = {

@@ -1,12 +1,15 @@
 """The WebSocket API's function (infra/sam/live.py): who watches which run.
 
 Routes (`$request.body.action`): `$connect` (IAM-authorized by API Gateway: whoever may
-connect may watch this stack's runs, read-only), `subscribe {run_id, after?}` — a watch item
-for the agent functions to find (runtime.live_ws), then the run's committed events after
-`after` sent at once, so a late watcher misses nothing (events carry `seq`: skip any you
-have) — `unsubscribe {run_id}`, and `$disconnect`, which removes the connection's watches.
-Every item expires with the connection's longest life (2 hours). A message that is not
-understood is answered on the connection with `{"type": "error", "error_message"}`.
+connect may ask to watch), `subscribe {run_id, token, after?}` — the token is the right to
+watch that run (runtime.watch_token: issued by `GET …/runs/{run_id}/watch-token`, so IAM
+grants it per agent); then a watch item for the agent functions to find (runtime.live_ws),
+and the run's committed events after `after` sent at once, so a late watcher misses nothing
+(events carry `seq`: skip any you have) — `unsubscribe {run_id}`, and `$disconnect`, which
+removes the connection's watches (page by page). A connection watches at most
+MAX_SUBSCRIPTIONS runs at once. Every item expires with the connection's longest life (2
+hours). A message that is not understood or not allowed is answered on the connection with
+`{"type": "error", "error_message"}`.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from typing import Any
 
 CONNECTION_SECONDS = 2 * 3600  # API Gateway closes a WebSocket connection after 2 hours
 MAX_CATCH_UP = 1000  # events sent on subscribing; older ones are on GET …/events
+MAX_SUBSCRIPTIONS = 20  # runs one connection may watch at once
+PAGE = 100  # watch items read per Query when a connection goes
 _clients: dict[str, Any] = {}
 
 
@@ -58,6 +63,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             after = body.get("after", -1)
             if isinstance(after, bool) or not isinstance(after, int) or after < -1:
                 raise ValueError("after: a whole number of -1 or more")
+            _check_token(body.get("token"), run_id)
             _subscribe(event, dynamodb, table, connection, run_id, after)
         elif route == "unsubscribe":
             _unwatch(dynamodb, table, connection, run_id)
@@ -81,10 +87,18 @@ def _subscribe(
     if head is None:
         raise ValueError(f"run {run_id!r} not found")
     expires = {"N": str(int(time.time()) + CONNECTION_SECONDS)}
-    for pk, sk in _keys(connection, run_id):
-        dynamodb.put_item(
-            TableName=table, Item={"pk": {"S": pk}, "sk": {"S": sk}, "expires_at": expires}
-        )
+    watch, mirror = ({"pk": {"S": pk}, "sk": {"S": sk}} for pk, sk in _keys(connection, run_id))
+    watched = _watched(dynamodb, table, connection)
+    new = mirror["sk"]["S"] not in watched
+    if new and len(watched) >= MAX_SUBSCRIPTIONS:
+        raise ValueError(_too_many())
+    dynamodb.put_item(TableName=table, Item={**mirror, "expires_at": expires})
+    if new and len(_watched(dynamodb, table, connection)) > MAX_SUBSCRIPTIONS:
+        # subscribes racing on one connection: each counts after writing its own mirror, so
+        # no more than the cap can stay
+        dynamodb.delete_item(TableName=table, Key=mirror)
+        raise ValueError(_too_many())
+    dynamodb.put_item(TableName=table, Item={**watch, "expires_at": expires})
     _send(event, connection, {"type": "subscribed", "run_id": run_id})
     for item in _events_after(run_id, after):  # after the watch exists: nothing falls between
         _send(event, connection, {"type": "event", "event": item})
@@ -112,14 +126,42 @@ def _unwatch(dynamodb: Any, table: str, connection: str, run_id: str) -> None:
         dynamodb.delete_item(TableName=table, Key={"pk": {"S": pk}, "sk": {"S": sk}})
 
 
+def _check_token(token: Any, run_id: str) -> None:
+    from runtime.watch_token import NoWatchKey, stack_key, verify
+
+    try:
+        key = stack_key(lambda: _client("secretsmanager"))
+    except NoWatchKey as exc:
+        raise ValueError(str(exc)) from None
+    verify(key, token, run_id)  # TokenRefused is a ValueError: answered on the connection
+
+
+def _too_many() -> str:
+    return f"a connection watches at most {MAX_SUBSCRIPTIONS} runs: unsubscribe one first"
+
+
+def _watched(dynamodb: Any, table: str, connection: str) -> list[str]:
+    """The sort keys (`WATCH#{run_id}`) of the connection's watches, every page of them."""
+    found: list[str] = []
+    query: dict[str, Any] = {
+        "TableName": table,
+        "KeyConditionExpression": "pk = :pk",
+        "ExpressionAttributeValues": {":pk": {"S": f"CONN#{connection}"}},
+        "ProjectionExpression": "sk",
+        "ConsistentRead": True,  # a subscribe racing this one must be counted
+        "Limit": PAGE,
+    }
+    while True:
+        answer = dynamodb.query(**query)
+        found += [item["sk"]["S"] for item in answer.get("Items", [])]
+        if not answer.get("LastEvaluatedKey"):
+            return found
+        query["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
+
+
 def _forget_connection(dynamodb: Any, table: str, connection: str) -> None:
-    answer = dynamodb.query(
-        TableName=table,
-        KeyConditionExpression="pk = :pk",
-        ExpressionAttributeValues={":pk": {"S": f"CONN#{connection}"}},
-    )
-    for item in answer.get("Items", []):
-        _unwatch(dynamodb, table, connection, item["sk"]["S"].removeprefix("WATCH#"))
+    for sk in _watched(dynamodb, table, connection):
+        _unwatch(dynamodb, table, connection, sk.removeprefix("WATCH#"))
 
 
 def _send(event: dict[str, Any], connection: str, message: dict[str, Any]) -> None:

@@ -6,7 +6,8 @@ S3, Step Functions that really execute, Lambda without Docker, EventBridge), so 
 functions are dispatched to the real handlers here (infra.local_lambda); the generated state
 machines and the step handler (infra.embedded_stack); and the HTTP API on 127.0.0.1:<port>,
 where each request becomes an API Gateway REST proxy event (stage "dev") for
-`handlers.api.handler`. Nothing listens beyond loopback; Ctrl-C or SIGTERM stops it.
+`handlers.api.handler`. Nothing listens beyond loopback, and both ports refuse what a web
+page could send them (infra.dev_origin); Ctrl-C or SIGTERM stops it.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from infra import dev_console
-from infra.dev_aws import HOST, LISTEN_BACKLOG, MotoServer, pointed_at
+from infra.dev_aws import HOST, LISTEN_BACKLOG, MotoServer, create_watch_key, pointed_at
+from infra.dev_origin import ALLOW_HOSTS_ENV, Refusal, allowed_hosts, api_refusal
 from infra.dev_stream import serve as serve_stream
 from infra.dev_stream import wants_stream
 from infra.live_hub import LiveHub
@@ -49,6 +51,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="the API's port")
     parser.add_argument(
         "--aws-port", type=int, default=DEFAULT_AWS_PORT, help="the AWS endpoint's port (moto)"
+    )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help=f"answer requests whose Host is NAME too, besides loopback names and addresses "
+        f"(a container's name; repeatable; also {ALLOW_HOSTS_ENV}=NAME,NAME)",
     )
 
 
@@ -160,6 +170,14 @@ def _http_answer(answer: Any) -> Answer:
     return int(answer["statusCode"]), headers, raw
 
 
+def refused(refusal: Refusal) -> Answer:
+    """The API's error shape for a request infra.dev_origin refuses; the connection closes
+    (the unread body must not be taken for the next request)."""
+    body = {"error_code": refusal.error_code, "error_message": refusal.message}
+    raw = json.dumps({**body, "field": refusal.field}).encode()
+    return refusal.status, [("Content-Type", "application/json")], raw
+
+
 _HOP_BY_HOP = {"content-length", "transfer-encoding", "connection", "keep-alive"}
 
 
@@ -167,9 +185,15 @@ class _RequestHandler(BaseHTTPRequestHandler):
     server_version = "agentfn-dev"
     bridge: ApiBridge  # set on the subclass make_http_server builds
     hub: LiveHub | None = None  # runs' live events (SSE), when the stack publishes them
+    allowed: frozenset[str] = frozenset()  # Host names accepted besides loopback ones
 
     def _serve(self) -> None:
         started = time.monotonic()
+        refusal = api_refusal(self.command, self.headers.get, self.allowed)
+        if refusal is not None:  # before the body is read: it is never looked at
+            self.close_connection = True
+            self._send(refused(refusal), started)
+            return
         length = int(self.headers.get("Content-Length") or 0)
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower() or length < 0:
             self._send((411, [], b"send the body with a Content-Length"), started)
@@ -228,10 +252,15 @@ class _ApiServer(ThreadingHTTPServer):
 
 
 def make_http_server(
-    bridge: ApiBridge, port: int, host: str = HOST, hub: LiveHub | None = None
+    bridge: ApiBridge,
+    port: int,
+    host: str = HOST,
+    hub: LiveHub | None = None,
+    allowed: frozenset[str] = frozenset(),
 ) -> ThreadingHTTPServer:
-    handler = type("ApiRequestHandler", (_RequestHandler,), {"bridge": bridge, "hub": hub})
-    return _ApiServer((host, port), handler)
+    """The API's server; `allowed`: Host names to answer besides loopback (infra.dev_origin)."""
+    attributes = {"bridge": bridge, "hub": hub, "allowed": allowed}
+    return _ApiServer((host, port), type("ApiRequestHandler", (_RequestHandler,), attributes))
 
 
 # ---- the AWS side --------------------------------------------------------------------------
@@ -276,10 +305,12 @@ def dev_command(args: argparse.Namespace) -> int:
     if project not in sys.path:
         sys.path.insert(0, project)  # the spec's own tools package
     aws, where = None, f"{HOST}:{args.aws_port} (--aws-port)"
+    allowed = allowed_hosts(args.allow_host)
     try:
-        aws = MotoServer(args.aws_port)
+        aws = MotoServer(args.aws_port, allowed=allowed)
         where = f"{HOST}:{args.port} (--port)"
-        api = make_http_server(ApiBridge(handlers.api.container), args.port, hub=LiveHub())
+        bridge = ApiBridge(handlers.api.container)
+        api = make_http_server(bridge, args.port, hub=LiveHub(), allowed=allowed)
     except OSError as exc:
         if aws is not None:
             aws.server.server_close()
@@ -323,6 +354,7 @@ def serve(
                 boto3.client("lambda", **client),
             )
             create_resources(clients)
+            create_watch_key(aws.url)
             progress = Progress(sys.stderr, True, tag_runs=True)  # as `agentfn run`
             watch: dict[str, Any] = {"listener": progress}
             if hub is not None:  # SSE watchers: every event, and the answers as they stream

@@ -124,14 +124,20 @@ class WebSocketPublisher:
         cached = self._watchers.get(run_id)
         if not fresh and cached is not None and time.monotonic() - cached[0] < WATCHERS_TTL_SECONDS:
             return cached[1]
-        answer = self.dynamodb.query(
-            TableName=self.table,
-            KeyConditionExpression="pk = :pk",
-            ExpressionAttributeValues={":pk": {"S": watch_key(run_id)}},
-            ProjectionExpression="sk",
-            ConsistentRead=True,  # a watch written just before this event must be seen
-        )
-        found = [item["sk"]["S"].removeprefix("CONN#") for item in answer.get("Items", [])]
+        query: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": {"S": watch_key(run_id)}},
+            "ProjectionExpression": "sk",
+            "ConsistentRead": True,  # a watch written just before this event must be seen
+        }
+        found: list[str] = []
+        while True:  # every page: a run may have more watchers than one page holds
+            answer = self.dynamodb.query(**query)
+            found += [item["sk"]["S"].removeprefix("CONN#") for item in answer.get("Items", [])]
+            if not answer.get("LastEvaluatedKey"):
+                break
+            query["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
         self._watchers[run_id] = (time.monotonic(), found)
         return found
 

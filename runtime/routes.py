@@ -18,6 +18,12 @@ ROUTES: tuple[Route, ...] = (
     Route("ListAgents", "GET", "/agents", "List the agents of this deployment"),
     Route("GetRun", "GET", "/runs/{run_id}", "A run's status and result"),
     Route("GetRunEvents", "GET", "/runs/{run_id}/events", "A run's events after ?after=N"),
+    Route(
+        "GetWatchToken",
+        "GET",
+        "/runs/{run_id}/watch-token",
+        "A short-lived token to watch this run live (WebSocket `subscribe`)",
+    ),
     Route("Approve", "POST", "/runs/{run_id}/approval", "Decide pending tool call(s)"),
     Route("Reply", "POST", "/runs/{run_id}/reply", "Answer a clarification question"),
     Route("Cancel", "POST", "/runs/{run_id}/cancel", "Cancel a run"),
@@ -30,6 +36,12 @@ ROUTES: tuple[Route, ...] = (
         "GET",
         "/agents/{agent}/runs/{run_id}/events",
         "Events of a run of this agent",
+    ),
+    Route(
+        "GetAgentRunWatchToken",
+        "GET",
+        "/agents/{agent}/runs/{run_id}/watch-token",
+        "A short-lived token to watch a run of this agent live",
     ),
     Route(
         "ApproveAgentRun",

@@ -19,9 +19,9 @@ function el(tag, attrs = {}, ...children) {
 
 async function api(method, path, body) {
   const options = { method, headers: { Accept: "application/json" } };
-  if (body !== undefined) {
+  if (method !== "GET") {  // agentfn dev takes a state-changing request only as JSON
     options.headers["Content-Type"] = "application/json";
-    options.body = JSON.stringify(body);
+    options.body = JSON.stringify(body ?? {});
   }
   const response = await fetch(path, options);
   const data = await response.json().catch(() => ({}));

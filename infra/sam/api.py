@@ -92,10 +92,17 @@ def api_function(spec: AgentfnSpec) -> dict[str, Any]:
                 "Variables": {
                     "AGENTFN_IDEMPOTENCY_TABLE": ref(IDEMPOTENCY_TABLE),
                     **live.agent_environment(),  # an inline advance is watched too
+                    **live.watch_key_environment(),  # it issues watch tokens
                 }
             },
             "Policies": [
-                {"Statement": [*grants.api_statements(spec), *live.agent_statements([""])]}
+                {
+                    "Statement": [
+                        *grants.api_statements(spec),
+                        *live.agent_statements([""]),
+                        live.watch_key_statement(),
+                    ]
+                }
             ],
             "Events": events,
         },

@@ -5,7 +5,9 @@ API Gateway's WebSocket API, IAM-authorized on `$connect` (unless `deployment.ap
 `unsubscribe` and `$disconnect` go to one small function (`LiveFunction`) that keeps the
 watch items; each agent function posts its runs' events and chunks to the watchers it finds
 (`execute-api:ManageConnections` on this API's stage only, `WATCH#` items of its own runs
-only). The stage is `live`; its URL is the `LiveUrl` output.
+only). The stage is `live`; its URL is the `LiveUrl` output. `subscribe` needs a watch token
+(runtime.watch_token) from the REST API, signed with `LiveWatchKey`: a secret the stack
+generates (Secrets Manager), read by the API and live functions only.
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ from infra.sam.data import TABLE
 from infra.sam.grants import allow, leading_keys
 from infra.sam.intrinsics import arn, get_arn, ref, sub
 from runtime.spec import AgentfnSpec
+from runtime.watch_token import KEY_SECRET_ENV
 
 LIVE_API = "LiveApi"
 LIVE_FUNCTION = "LiveFunction"
 LIVE_STAGE = "live"
+WATCH_KEY = "LiveWatchKey"
 ROUTES = {"$connect": "Connect", "$disconnect": "Disconnect", "subscribe": "Subscribe",
           "unsubscribe": "Unsubscribe"}  # fmt: skip
 ENDPOINT = f"https://${{{LIVE_API}}}.execute-api.${{AWS::Region}}.${{AWS::URLSuffix}}/{LIVE_STAGE}"
@@ -59,8 +63,20 @@ def resources(spec: AgentfnSpec) -> dict[str, Any]:
                 "Handler": "handlers.live.handler",
                 "MemorySize": 256,
                 "Timeout": 29,
-                "Environment": {"Variables": {"AGENTFN_LIVE_ENDPOINT": sub(ENDPOINT)}},
+                "Environment": {
+                    "Variables": {"AGENTFN_LIVE_ENDPOINT": sub(ENDPOINT), **watch_key_environment()}
+                },
                 "Policies": [{"Statement": _live_function_statements()}],
+            },
+        },
+        WATCH_KEY: {
+            "Type": "AWS::SecretsManager::Secret",
+            # disposable: a new key only ends the tokens of the last 5 minutes
+            "DeletionPolicy": "Delete",
+            "UpdateReplacePolicy": "Delete",
+            "Properties": {
+                "Description": "agentfn: signs the tokens that let a caller watch a run live",
+                "GenerateSecretString": {"PasswordLength": 64, "ExcludePunctuation": True},
             },
         },
         "LivePermission": {
@@ -107,7 +123,17 @@ def _live_function_statements() -> list[dict[str, Any]]:
         allow("ReadRunsWatched", ["dynamodb:GetItem", "dynamodb:Query"], table,
               **leading_keys("RUN#*")),
         allow("AnswerWatchers", "execute-api:ManageConnections", _connections_arn()),
+        watch_key_statement(),
     ]  # fmt: skip
+
+
+def watch_key_environment() -> dict[str, Any]:
+    """Where the functions that issue and check watch tokens find the key (its ARN)."""
+    return {KEY_SECRET_ENV: ref(WATCH_KEY)}
+
+
+def watch_key_statement() -> dict[str, Any]:
+    return allow("ReadWatchKey", "secretsmanager:GetSecretValue", ref(WATCH_KEY))
 
 
 def agent_environment() -> dict[str, Any]:

@@ -13,6 +13,7 @@ between a lone run and the full suite; no assertion depends on them.)
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qsl
@@ -96,9 +97,38 @@ def api(demo_spec: AgentfnSpec) -> Iterator[tuple[WsgiApp, RunService]]:
     service = RunService(Engine(demo_spec, MemoryStore()), Stack(), sfn=None, lambda_client=None)
     handlers.api.configure(service)
     try:
-        yield lambda_as_wsgi(handlers.api.handler), service
+        with watch_key():
+            yield lambda_as_wsgi(handlers.api.handler), service
     finally:
         handlers.api.configure(None)
+
+
+@contextmanager
+def watch_key() -> Iterator[None]:
+    """The stack's watch key (GET …/watch-token signs with it), in moto's Secrets Manager."""
+    import os
+    import secrets
+
+    import boto3
+    from moto import mock_aws
+
+    import handlers.live
+    from runtime.watch_token import KEY_SECRET_ENV
+
+    saved = os.environ.get(KEY_SECRET_ENV)
+    handlers.live._clients.clear()
+    with mock_aws():
+        manager = boto3.client("secretsmanager", region_name="us-east-1")
+        key = manager.create_secret(Name="watch-key", SecretString=secrets.token_urlsafe(48))
+        os.environ[KEY_SECRET_ENV] = key["ARN"]
+        try:
+            yield
+        finally:
+            handlers.live._clients.clear()
+            if saved is None:
+                del os.environ[KEY_SECRET_ENV]
+            else:
+                os.environ[KEY_SECRET_ENV] = saved
 
 
 def seeded_runs(service: RunService) -> list[str]:

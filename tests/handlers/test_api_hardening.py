@@ -79,3 +79,29 @@ def test_agent_scoped_routes_refuse_another_agents_run(stack: EmbeddedStack) -> 
     refused = call("POST", f"/agents/billing/runs/{run_id}/cancel")
     assert refused.status == 404
     assert call("GET", f"/runs/{run_id}").body["status"] == "succeeded"  # untouched
+
+
+def test_a_body_not_sent_as_json_is_415_and_decides_nothing(stack: EmbeddedStack) -> None:
+    """What a web page can send without a CORS preflight — no Content-Type (a Blob), text,
+    a form — is never taken for JSON (Powertools parsed the first as JSON and a form as a
+    form: `input: Field required`)."""
+    run_id = call("POST", "/agents/billing/runs", {"input": "Refund ORD-1001", "wait_seconds": 0}).body["run_id"]  # fmt: skip
+    run_status(run_id, "awaiting_approval")
+    decision = json.dumps({"approved": True, "edited_inputs": {"amount": 4242}})
+    for kind in (None, "text/plain;charset=UTF-8", "application/x-www-form-urlencoded"):
+        from handlers.api import handler
+
+        path, resource = f"/runs/{run_id}/approval", "/runs/{run_id}/approval"
+        event = apigw_event("POST", path, resource, raw_body=decision, path_parameters={"run_id": run_id})  # fmt: skip
+        del event["headers"]["Content-Type"]
+        if kind is not None:
+            event["headers"]["content-type"] = kind
+        answer = handler(event, FakeContext())
+        body = json.loads(answer["body"])
+        assert answer["statusCode"] == 415 and body["field"] == "Content-Type", body
+        assert "application/json" in body["error_message"]
+    form = call("POST", "/agents/billing/runs", raw_body="input=refund", headers={"Content-Type": "application/x-www-form-urlencoded"})  # fmt: skip
+    assert form.status == 415
+    not_json = call("POST", "/agents/billing/runs", raw_body="input=refund")  # says JSON, is not
+    assert not_json.status == 400 and not_json.body["error_message"].startswith("body: not valid JSON")  # fmt: skip
+    assert call("GET", f"/runs/{run_id}").body["status"] == "awaiting_approval"

@@ -2,7 +2,10 @@
 (events shaped as API Gateway sends them for WebSocket routes), an agent's run publishes its
 events and its streamed text to it through moto's API Gateway Management API, a late
 watcher catches up from the store, unsubscribe and disconnect stop delivery, a gone
-connection is forgotten; and the template's WebSocket API and least-privilege grants."""
+connection is forgotten; and the template's WebSocket API and least-privilege grants.
+Subscribing takes a watch token from the REST API (issue 22, point 13: a connection alone
+may watch nothing; at most MAX_SUBSCRIPTIONS runs per connection; `$disconnect` and the
+publisher read every page of watches): tests/handlers/test_live_rights.py."""
 
 from __future__ import annotations
 
@@ -12,10 +15,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import boto3
-import pytest
 
 import handlers.live
-from infra.local import LOCAL_REGION, embedded_aws
+from infra.local import LOCAL_REGION
 from infra.sam import live
 from infra.sam.template import build_template
 from runtime.engine.loop import Engine
@@ -47,16 +49,15 @@ def ws_event(route: str, connection: str, body: dict[str, Any] | None = None) ->
     }  # fmt: skip
 
 
-@pytest.fixture()
-def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    with embedded_aws() as clients:
-        monkeypatch.setenv("AGENTFN_TABLE", clients.table)
-        monkeypatch.setenv("AGENTFN_BUCKET", clients.bucket)
-        monkeypatch.setenv("AWS_DEFAULT_REGION", LOCAL_REGION)
-        monkeypatch.setenv("AGENTFN_LIVE_ENDPOINT", ENDPOINT)
-        handlers.live._clients.clear()
-        yield clients
-        handlers.live._clients.clear()
+def token_for(run_id: str) -> str:
+    """A watch token signed with the stack's key (the REST route's own: test_live_rights)."""
+    from runtime.watch_token import issue, stack_key
+
+    return issue(stack_key(lambda: boto3.client("secretsmanager")), run_id)[0]
+
+
+def subscribe(run_id: str, **more: Any) -> dict[str, Any]:
+    return {"action": "subscribe", "run_id": run_id, "token": token_for(run_id), **more}
 
 
 def received(connection: str) -> list[dict[str, Any]]:
@@ -85,7 +86,7 @@ def test_a_watcher_gets_every_event_once_and_the_text_in_batches(aws: Any) -> No
     head = engine.start("a", "where is ORD-1?")
     publisher.flush()  # run_started is delivered (to no one) before anyone subscribes
     assert handlers.live.handler(ws_event("$connect", "early"), None) == {"statusCode": 200}
-    handlers.live.handler(ws_event("subscribe", "early", {"action": "subscribe", "run_id": head.run_id}), None)  # fmt: skip
+    handlers.live.handler(ws_event("subscribe", "early", subscribe(head.run_id)), None)
     head = asyncio.run(engine.advance(head.run_id))
     publisher.flush()
     assert head.status == "succeeded"
@@ -98,7 +99,7 @@ def test_a_watcher_gets_every_event_once_and_the_text_in_batches(aws: Any) -> No
     assert 1 <= len([c for c in chunks if c["turn"] == 2]) < words  # batched, not per word
     assert "".join(c["text"] for c in chunks if c["turn"] == 2) == SCRIPT[1]["text"]
     # a watcher arriving after the end catches up from the store, from `after`
-    handlers.live.handler(ws_event("subscribe", "late", {"action": "subscribe", "run_id": head.run_id, "after": 3}), None)  # fmt: skip
+    handlers.live.handler(ws_event("subscribe", "late", subscribe(head.run_id, after=3)), None)
     late = [m["event"]["seq"] for m in received("late") if m["type"] == "event"]
     assert late == seqs[4:]
 
@@ -107,7 +108,7 @@ def test_unsubscribe_disconnect_and_bad_messages(aws: Any) -> None:
     engine, publisher = _engine(aws)
     head = engine.start("a", "where is ORD-1?")
     publisher.flush()  # run_started is delivered (to no one) before anyone subscribes
-    sub = {"action": "subscribe", "run_id": head.run_id}
+    sub = subscribe(head.run_id)
     for connection in ("leaves", "drops"):
         handlers.live.handler(ws_event("subscribe", connection, sub), None)
     handlers.live.handler(ws_event("unsubscribe", "leaves", {"action": "unsubscribe", "run_id": head.run_id}), None)  # fmt: skip
@@ -119,9 +120,9 @@ def test_unsubscribe_disconnect_and_bad_messages(aws: Any) -> None:
     publisher.flush()
     assert {c: len(received(c)) for c in ("leaves", "drops")} == before  # nothing more
     for body, said in (
-        ({"action": "subscribe", "run_id": "nope"}, "not found"),
+        (subscribe("nope"), "not found"),
         ({"action": "subscribe"}, "run_id"),
-        ({"action": "subscribe", "run_id": head.run_id, "after": "x"}, "after"),
+        (subscribe(head.run_id, after="x"), "after"),
     ):
         handlers.live.handler(ws_event("subscribe", "asks", body), None)
         assert said in received("asks")[-1]["error_message"]
@@ -131,7 +132,7 @@ def test_a_gone_connection_loses_its_watch(aws: Any) -> None:
     engine, publisher = _engine(aws)
     head = engine.start("a", "where is ORD-1?")
     publisher.flush()  # run_started is delivered (to no one) before anyone subscribes
-    handlers.live.handler(ws_event("subscribe", "gone", {"action": "subscribe", "run_id": head.run_id}), None)  # fmt: skip
+    handlers.live.handler(ws_event("subscribe", "gone", subscribe(head.run_id)), None)
 
     def gone(request: Any, **_: Any) -> Any:
         from botocore.awsrequest import AWSResponse

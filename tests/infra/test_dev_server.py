@@ -63,19 +63,22 @@ def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dev]:
     yield from serve_dev(tmp_path_factory)
 
 
-def serve_dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dev]:
-    """`agentfn dev` on free ports until the generator is closed, then stopped by SIGTERM."""
+def serve_dev(
+    tmp_path_factory: pytest.TempPathFactory, *args: str, env: dict[str, str] | None = None
+) -> Iterator[Dev]:
+    """`agentfn dev` on free ports until the generator is closed, then stopped by SIGTERM
+    (`args`: more options; `env`: more environment)."""
     logs = tmp_path_factory.mktemp("dev")
     api_port, aws_port = _free_port(), _free_port()
     out, err = logs / "stdout", logs / "stderr"
     with out.open("w") as stdout, err.open("w") as stderr:
         process = subprocess.Popen(
-            [*AGENTFN, "dev", "--port", str(api_port), "--aws-port", str(aws_port)],
+            [*AGENTFN, "dev", "--port", str(api_port), "--aws-port", str(aws_port), *args],
             cwd=ROOT,
             stdout=stdout,
             stderr=stderr,
             text=True,
-            env=_env(),
+            env={**_env(), **(env or {})},
         )
     server = Dev(process, f"http://127.0.0.1:{api_port}", f"http://127.0.0.1:{aws_port}", out, err)
 

@@ -1,0 +1,44 @@
+"""The API's watch-token routes (registered by handlers.api's resolver): the right to watch
+one run live on the WebSocket API (runtime.watch_token), given to whoever may call
+`GET …/runs/{run_id}/watch-token` — under the agent's path, IAM grants it per agent.
+
+No `from __future__ import annotations`: Powertools reads these annotations at run time.
+"""
+
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel
+
+
+def _secrets() -> Any:
+    from handlers.live import _client
+
+    return _client("secretsmanager")
+
+
+def watch_routes(route: Callable[..., Any], name: Any, owned: Callable[[str, str], str]) -> None:
+    from aws_lambda_powertools.event_handler import Response
+
+    class WatchToken(BaseModel):
+        run_id: str
+        token: str
+        expires_at: int
+
+    def token_for(run_id: str) -> Response[Any]:
+        from handlers.api import the_service
+        from runtime.watch_token import issue, stack_key
+
+        the_service().engine.store.load_head(run_id)  # 404 for a run that does not exist
+        token, expires = issue(stack_key(_secrets), run_id)
+        body = {"run_id": run_id, "token": token, "expires_at": expires}
+        headers = {"Cache-Control": "no-store"}  # a credential: never kept by a cache
+        return Response(200, "application/json", body, headers)
+
+    @route("GetWatchToken", {200: WatchToken}, 400, 404)
+    def get_watch_token(run_id: name) -> Any:
+        return token_for(run_id)
+
+    @route("GetAgentRunWatchToken", {200: WatchToken}, 400, 404)
+    def get_agent_run_watch_token(agent: name, run_id: name) -> Any:
+        return token_for(owned(agent, run_id))
