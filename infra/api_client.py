@@ -287,47 +287,22 @@ def cmd_cancel(client: Client, args: argparse.Namespace) -> int:
 
 
 def cmd_start(client: Client, args: argparse.Namespace) -> int:
+    from infra.api_workflow_start import start_workflow, workflow_names
+
     if args.wait < 0:
         raise UsageError("--wait must be 0 or more seconds")
     if args.workflow:
-        return _start_workflow(client, args)
+        return start_workflow(client, args)
     body: dict[str, Any] = {"input": " ".join(args.input), "wait_seconds": args.wait}
     if args.session:
         body["session_id"] = args.session
     try:
         _, run = client.post(f"/agents/{quote(args.agent, safe='')}/runs", body)
     except ApiError as exc:
-        if exc.status == 404 and args.agent in _workflow_names(client):
-            return _start_workflow(client, args)  # a workflow's name: start that
+        if exc.status == 404 and args.agent in workflow_names(client):
+            return start_workflow(client, args)  # a workflow's name: start that
         raise
     print(_dump(run) if args.json else describe(run))
-    return EXIT_OK
-
-
-def _workflow_names(client: Client) -> list[str]:
-    try:
-        listed = client.get("/workflows").get("workflows", [])
-    except ApiError:
-        return []
-    return [w["name"] if isinstance(w, dict) else str(w) for w in listed]
-
-
-def _start_workflow(client: Client, args: argparse.Namespace) -> int:
-    """`POST /workflows/{name}/runs`: the input is JSON when it parses as JSON (a workflow
-    with an input_schema takes an object), else the text."""
-    text = " ".join(args.input)
-    try:
-        given: Any = json.loads(text)
-    except ValueError:
-        given = text
-    _, run = client.post(f"/workflows/{quote(args.agent, safe='')}/runs", {"input": given})
-    if args.json:
-        print(_dump(run))
-    else:
-        head = [run.get("workflow_run_id"), run.get("workflow"), run.get("status")]
-        print("workflow run " + " · ".join(str(part) for part in head))
-        for step in run.get("steps", []):
-            print(f"  {step.get('id')}: {step.get('status')}")
     return EXIT_OK
 
 
