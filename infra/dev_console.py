@@ -8,6 +8,7 @@ deployed API has no listing; its runs are in DynamoDB and Step Functions)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
@@ -28,10 +29,18 @@ Answer = tuple[int, list[tuple[str, str]], bytes]
 POLICY = "default-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'"
 
 
+#: What `GET /dev/status` answers: the spec being served and an invalid edit's problems
+#: (infra.dev_reload; set by `agentfn dev` once its stack runs).
+status_source: Callable[[], dict[str, Any]] | None = None
+
+
 def answer(method: str, path: str, query: str, hub: LiveHub) -> Answer | None:
     """The console's answer to this request, or None: not the console's (the API's)."""
     if method != "GET":
         return None
+    if path == "/dev/status" and status_source is not None:
+        status = json.dumps(status_source()).encode()
+        return 200, [("Content-Type", "application/json"), *HEADERS], status
     if path == "/favicon.ico":
         return 204, HEADERS, b""  # no icon, and no 404 in the browser's console
     if path in FILES:

@@ -53,6 +53,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--aws-port", type=int, default=DEFAULT_AWS_PORT, help="the AWS endpoint's port (moto)"
     )
     parser.add_argument(
+        "--no-reload",
+        action="store_true",
+        help="serve the spec as it was at start (default: reload on edits to it and its tools)",
+    )
+    parser.add_argument(
         "--allow-host",
         action="append",
         default=[],
@@ -319,7 +324,8 @@ def dev_command(args: argparse.Namespace) -> int:
     stop = threading.Event()
     previous = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        serve(result.spec, spec_path, aws, api, stop)
+        reload = None if args.no_reload else selected(getattr(args, "env", None)) or ""
+        serve(result.spec, spec_path, aws, api, stop, reload=reload)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -327,9 +333,15 @@ def dev_command(args: argparse.Namespace) -> int:
 
 
 def serve(
-    spec: Any, spec_path: Path, aws: MotoServer, api: ThreadingHTTPServer, stop: threading.Event
+    spec: Any,
+    spec_path: Path,
+    aws: MotoServer,
+    api: ThreadingHTTPServer,
+    stop: threading.Event,
+    reload: str | None = None,
 ) -> None:
-    """Start the AWS side and the stack, answer requests until `stop` is set, shut down."""
+    """Start the AWS side and the stack, answer requests until `stop` is set, shut down.
+    `reload`: the environment to reload the spec with on edits ("" for none); None: never."""
     import boto3
 
     from infra.dev_banner import banner
@@ -362,6 +374,10 @@ def serve(
             template = template_for(spec, spec_path)
             stack = EmbeddedStack(spec, clients, template_path=template, engine_options=watch)
             stack.serve_api()
+            if reload is not None:
+                from infra.dev_reload import start_reloading
+
+                start_reloading(stack, spec_path, reload or None, clients, watch, stop)
             api_thread.start()
             print(banner(spec, spec_path, api.server_port, aws.url), flush=True)
             while not stop.wait(0.5):

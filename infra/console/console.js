@@ -291,6 +291,22 @@ $("cancel").addEventListener("click", async () => {
   try { await api("POST", `/runs/${encodeURIComponent(state.runId)}/cancel`); } catch (error) { alert(error.message); }
 });
 
+// agentfn dev reloads the spec on each edit; an invalid edit keeps the last good one.
+let generation = null;
+async function loadStatus() {
+  const status = await api("GET", "/dev/status");
+  const box = $("spec-status");
+  box.hidden = !status.errors.length;
+  box.replaceChildren(...(status.errors.length ? [
+    el("strong", {}, `${status.spec}: the last edit is not valid; still serving spec ${status.spec_hash}`),
+    el("ul", {}, ...status.errors.map((line) => el("li", {}, line))),
+  ] : []));
+  if (generation !== null && status.generation !== generation) loadAgents();
+  generation = status.generation;
+}
+
 $("where").textContent = `${location.host} · the same API curl uses`;
 loadAgents().then(loadRuns);
+loadStatus();
 setInterval(loadRuns, 3000);
+setInterval(loadStatus, 2000);
