@@ -23,7 +23,7 @@ import pytest
 from infra.dev_server import match_route, proxy_event
 from tests.helpers import ROOT, wait_for
 
-START_TIMEOUT = 30.0
+START_TIMEOUT = 60.0
 TERMINAL = {"succeeded", "failed", "cancelled"}
 AGENTFN = [sys.executable, "-m", "infra.cli"]
 
