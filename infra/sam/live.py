@@ -5,11 +5,15 @@ API Gateway's WebSocket API, IAM-authorized on `$connect` (unless `deployment.ap
 `unsubscribe` and `$disconnect` go to one small function (`LiveFunction`) that keeps the
 watch items; each agent function posts its runs' events and chunks to the watchers it finds
 (`execute-api:ManageConnections` on this API's stage only, `WATCH#` items of its own runs
-only). The stage is `live`; its URL is the `LiveUrl` output.
+only). The stage is `live`; its URL is the `LiveUrl` output. With `deployment.access_logs`
+the stage writes one JSON line per connect, message and disconnect to its own log group
+(like the REST stage; both need the account's API Gateway CloudWatch Logs role). The
+function has `deployment.reserved_concurrency.live` reserved, like the API's.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from infra.sam.data import TABLE
@@ -20,6 +24,26 @@ from runtime.spec import AgentfnSpec
 LIVE_API = "LiveApi"
 LIVE_FUNCTION = "LiveFunction"
 LIVE_STAGE = "live"
+LIVE_ACCESS_LOGS = "LiveAccessLogs"
+#: One JSON object per WebSocket event: who (the IAM identity on `$connect`), which
+#: connection and route, and how it ended.
+ACCESS_LOG_FORMAT = json.dumps(
+    {
+        "requestId": "$context.requestId",
+        "extendedRequestId": "$context.extendedRequestId",
+        "ip": "$context.identity.sourceIp",
+        "caller": "$context.identity.caller",
+        "user": "$context.identity.user",
+        "userArn": "$context.identity.userArn",
+        "requestTime": "$context.requestTime",
+        "eventType": "$context.eventType",
+        "routeKey": "$context.routeKey",
+        "connectionId": "$context.connectionId",
+        "status": "$context.status",
+        "error": "$context.error.message",
+    },
+    separators=(",", ":"),
+)
 ROUTES = {"$connect": "Connect", "$disconnect": "Disconnect", "subscribe": "Subscribe",
           "unsubscribe": "Unsubscribe"}  # fmt: skip
 ENDPOINT = f"https://${{{LIVE_API}}}.execute-api.${{AWS::Region}}.${{AWS::URLSuffix}}/{LIVE_STAGE}"
@@ -87,6 +111,27 @@ def resources(spec: AgentfnSpec) -> dict[str, Any]:
             },
         },
     }
+    reserved = spec.deployment.reserved_concurrency.live
+    if reserved is not None:
+        found[LIVE_FUNCTION]["Properties"]["ReservedConcurrentExecutions"] = reserved
+    if spec.deployment.access_logs:
+        found[LIVE_ACCESS_LOGS] = {
+            "Type": "AWS::Logs::LogGroup",
+            "DeletionPolicy": "Delete",  # operational data with its own retention
+            "UpdateReplacePolicy": "Delete",
+            "Properties": {
+                "LogGroupName": sub("/agentfn/${AWS::StackName}/live-access"),
+                "RetentionInDays": spec.deployment.log_retention_days,
+            },
+        }
+        found["LiveStage"]["Properties"]["AccessLogSettings"] = {
+            # The group's ARN without the `:*` that its Arn attribute ends with.
+            "DestinationArn": sub(
+                "arn:${AWS::Partition}:logs:${AWS::Region}:${AWS::AccountId}:log-group:"
+                f"${{{LIVE_ACCESS_LOGS}}}"
+            ),
+            "Format": ACCESS_LOG_FORMAT,
+        }
     for key, name in ROUTES.items():
         route: dict[str, Any] = {
             "ApiId": ref(LIVE_API),

@@ -34,7 +34,20 @@ from infra.naming import (
     workflow_function_id,
     workflow_state_machine_id,
 )
-from infra.sam import api, asl, data, functions, layers, live, monitoring, sandbox, workflows
+from infra.sam import (
+    api,
+    asl,
+    data,
+    functions,
+    layers,
+    live,
+    monitoring,
+    native_alarms,
+    roles,
+    sandbox,
+    state_logs,
+    workflows,
+)
 from infra.sam.api import ACCESS_LOGS, API, API_FUNCTION
 from infra.sam.data import BUCKET, IDEMPOTENCY_TABLE, TABLE, table_resource
 from infra.sam.intrinsics import arn, ref, sub
@@ -133,6 +146,11 @@ def build_template(spec: AgentfnSpec, *, runtime: str | None = None) -> dict[str
             "Description": f"State machine of workflow {workflow!r}",
             "Value": ref(machine_id),
         }
+    # Over every function and state machine above: execution logs, alarms on the metrics
+    # AWS emits, and each function's own role (logs on its log group only).
+    state_logs.add_logging(spec, resources)
+    resources.update(native_alarms.resources(spec, resources))
+    roles.explicit_roles(spec, resources, FUNCTION_LOGS)
     return {
         "AWSTemplateFormatVersion": "2010-09-09",
         "Transform": "AWS::Serverless-2016-10-31",
