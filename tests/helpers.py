@@ -41,14 +41,21 @@ def run_agentfn(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str
 
 
 def tool_path(name: str) -> str:
-    """An external tool the test command installs (sam in its own venv, cfn-lint in .venv).
+    """An external tool the test command installs (sam and checkov in their own venvs under
+    .tools, cfn-lint in .venv).
 
     Missing tools fail the test: the README's test command installs them, so a missing one
     is a broken set-up, not a reason to skip.
     """
-    if name == "sam" and os.environ.get("AGENTFN_SAM"):
-        return os.environ["AGENTFN_SAM"]
-    for candidate in (Path(sys.executable).parent / name, ROOT / ".tools" / "sam" / "bin" / name):
+    own_env = {"sam": "AGENTFN_SAM", "checkov": "AGENTFN_CHECKOV"}  # scripts/dev.py sets them
+    if name in own_env and os.environ.get(own_env[name]):
+        return os.environ[own_env[name]]
+    tools = ROOT / ".tools"
+    for candidate in (
+        Path(sys.executable).parent / name,
+        tools / "sam" / "bin" / name,
+        tools / name / "bin" / name,
+    ):
         if candidate.exists():
             return str(candidate)
     found = shutil.which(name)

@@ -43,6 +43,9 @@ def api(spec: AgentfnSpec) -> dict[str, Any]:
     429 by API Gateway instead of scaling Lambda and Step Functions), and access logs."""
     d = spec.deployment
     props: dict[str, Any] = {
+        # What CloudFormation names it anyway (the OpenAPI title SAM writes), stated: the
+        # 5XX alarm reads the metric by this name (dimension ApiName).
+        "Name": ref("AWS::StackName"),
         "StageName": d.stage_name,
         "TracingEnabled": d.tracing,
         "EndpointConfiguration": {"Type": "REGIONAL"},
@@ -70,6 +73,9 @@ def api(spec: AgentfnSpec) -> dict[str, Any]:
 
 
 def api_function(spec: AgentfnSpec) -> dict[str, Any]:
+    """The function behind every route, with concurrency reserved for it (and capped) by
+    default: agent runs share the account's pool and can hold slots for minutes, and the
+    front door must still answer (`deployment.reserved_concurrency.api`)."""
     events = {
         route.name: {
             "Type": "Api",
@@ -81,7 +87,7 @@ def api_function(spec: AgentfnSpec) -> dict[str, Any]:
         }
         for route in ROUTES
     }
-    return {
+    function: dict[str, Any] = {
         "Type": "AWS::Serverless::Function",
         "Properties": {
             "Description": "agentfn API: start runs, read results, approve, reply, cancel",
@@ -107,3 +113,7 @@ def api_function(spec: AgentfnSpec) -> dict[str, Any]:
             "Events": events,
         },
     }
+    reserved = spec.deployment.reserved_concurrency.api
+    if reserved is not None:
+        function["Properties"]["ReservedConcurrentExecutions"] = reserved
+    return function

@@ -77,8 +77,10 @@ def schedule_expression(seconds: float) -> str:
 def sweeper_function(spec: AgentfnSpec) -> dict[str, Any]:
     """Resumes runs that stalled between steps (a lost invocation, an execution that ended
     without finishing its run): it reads the sparse `sweep` index on a schedule. One
-    function for the stack, whatever the number of agents."""
-    return {
+    function for the stack, whatever the number of agents; its reserved concurrency
+    (`deployment.reserved_concurrency.sweeper`) keeps a sweep possible when agents fill the
+    account's pool."""
+    function: dict[str, Any] = {
         "Type": "AWS::Serverless::Function",
         "Properties": {
             "Description": "agentfn sweeper: resume stalled runs",
@@ -100,3 +102,7 @@ def sweeper_function(spec: AgentfnSpec) -> dict[str, Any]:
             },
         },
     }
+    reserved = spec.deployment.reserved_concurrency.sweeper
+    if reserved is not None:
+        function["Properties"]["ReservedConcurrentExecutions"] = reserved
+    return function

@@ -31,6 +31,9 @@ from runtime.spec.graph import handoff_paths
 from runtime.tools.toolset import storage_prefix
 
 STORAGE_TOOLS = ("builtin:storage_read", "builtin:storage_write")
+#: Partition-key prefixes the API function uses in the runs' table (runtime.store.items): run
+#: heads and events, sessions (markers, messages, state), workflow runs.
+API_KEY_PREFIXES = ("RUN#", "SES#", "WF#")
 THIS_STACKS_FUNCTIONS = arn("lambda", f"function:{NAME_PREFIX}*")
 THIS_STACKS_STATE_MACHINES = arn("states", f"stateMachine:{NAME_PREFIX}*")
 THIS_STACKS_EXECUTIONS = arn("states", f"execution:{NAME_PREFIX}*:*")
@@ -148,12 +151,16 @@ def agent_data_statements(spec: AgentfnSpec, agent: str) -> list[dict[str, Any]]
 
 def api_statements(spec: AgentfnSpec) -> list[dict[str, Any]]:
     """The API reads any run of this stack and records decisions; it starts, stops and
-    inspects this stack's agents (by name pattern) and owns the Idempotency-Key records."""
+    inspects this stack's agents (by name pattern) and owns the Idempotency-Key records.
+    In the runs' table it reaches only the partitions of runs, sessions and workflow runs
+    (API_KEY_PREFIXES): not the live watchers' items (their own grant, infra.sam.live) nor
+    any partition a later feature adds."""
     return [
         allow(
             "ReadRunsRecordDecisions",
             ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem"],
             get_arn(TABLE),
+            **leading_keys(*(f"{prefix}*" for prefix in API_KEY_PREFIXES)),
         ),
         allow(
             "IdempotencyRecords",

@@ -8,10 +8,15 @@ watch items; each agent function posts its runs' events and chunks to the watche
 only). The stage is `live`; its URL is the `LiveUrl` output. `subscribe` needs a watch token
 (runtime.watch_token) from the REST API, signed with `LiveWatchKey`: a secret the stack
 generates (Secrets Manager), read by the API and live functions only.
+With `deployment.access_logs`
+the stage writes one JSON line per connect, message and disconnect to its own log group
+(like the REST stage; both need the account's API Gateway CloudWatch Logs role). The
+function has `deployment.reserved_concurrency.live` reserved, like the API's.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from infra.sam.data import TABLE
@@ -24,6 +29,26 @@ LIVE_API = "LiveApi"
 LIVE_FUNCTION = "LiveFunction"
 LIVE_STAGE = "live"
 WATCH_KEY = "LiveWatchKey"
+LIVE_ACCESS_LOGS = "LiveAccessLogs"
+#: One JSON object per WebSocket event: who (the IAM identity on `$connect`), which
+#: connection and route, and how it ended.
+ACCESS_LOG_FORMAT = json.dumps(
+    {
+        "requestId": "$context.requestId",
+        "extendedRequestId": "$context.extendedRequestId",
+        "ip": "$context.identity.sourceIp",
+        "caller": "$context.identity.caller",
+        "user": "$context.identity.user",
+        "userArn": "$context.identity.userArn",
+        "requestTime": "$context.requestTime",
+        "eventType": "$context.eventType",
+        "routeKey": "$context.routeKey",
+        "connectionId": "$context.connectionId",
+        "status": "$context.status",
+        "error": "$context.error.message",
+    },
+    separators=(",", ":"),
+)
 ROUTES = {"$connect": "Connect", "$disconnect": "Disconnect", "subscribe": "Subscribe",
           "unsubscribe": "Unsubscribe"}  # fmt: skip
 ENDPOINT = f"https://${{{LIVE_API}}}.execute-api.${{AWS::Region}}.${{AWS::URLSuffix}}/{LIVE_STAGE}"
@@ -103,6 +128,27 @@ def resources(spec: AgentfnSpec) -> dict[str, Any]:
             },
         },
     }
+    reserved = spec.deployment.reserved_concurrency.live
+    if reserved is not None:
+        found[LIVE_FUNCTION]["Properties"]["ReservedConcurrentExecutions"] = reserved
+    if spec.deployment.access_logs:
+        found[LIVE_ACCESS_LOGS] = {
+            "Type": "AWS::Logs::LogGroup",
+            "DeletionPolicy": "Delete",  # operational data with its own retention
+            "UpdateReplacePolicy": "Delete",
+            "Properties": {
+                "LogGroupName": sub("/agentfn/${AWS::StackName}/live-access"),
+                "RetentionInDays": spec.deployment.log_retention_days,
+            },
+        }
+        found["LiveStage"]["Properties"]["AccessLogSettings"] = {
+            # The group's ARN without the `:*` that its Arn attribute ends with.
+            "DestinationArn": sub(
+                "arn:${AWS::Partition}:logs:${AWS::Region}:${AWS::AccountId}:log-group:"
+                f"${{{LIVE_ACCESS_LOGS}}}"
+            ),
+            "Format": ACCESS_LOG_FORMAT,
+        }
     for key, name in ROUTES.items():
         route: dict[str, Any] = {
             "ApiId": ref(LIVE_API),

@@ -13,7 +13,8 @@ of CloudFormation's 500 resources per agent):
 - stuck runs: a run the sweeper found without an owner (resumed, resent, stranded, or one it
   could not settle) in its last pass: something lost an execution or a resume.
 
-They notify `alarm_topic_arn`, or an SNS topic the template makes (output AlarmTopicArn).
+They notify `alarm_topic_arn`, or an SNS topic the template makes (output AlarmTopicArn), as
+do the alarms on the metrics AWS emits (infra.sam.native_alarms: crashes, throttles, 5XX).
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def outputs(spec: AgentfnSpec) -> dict[str, Any]:
         }
     if settings.alarms and settings.alarm_topic_arn is None:
         found["AlarmTopicArn"] = {
-            "Description": "Subscribe to it to hear of the alarms (failure rate, stuck runs)",
+            "Description": "Subscribe to it to hear of the alarms (runs, functions, APIs, tables)",
             "Value": ref(ALARM_TOPIC),
         }
     return found
@@ -91,7 +92,7 @@ def _stack_metric(name: str, period: int, label: str | None = None) -> dict[str,
     }
 
 
-def _alarm(spec: AgentfnSpec, name: str, description: str, props: dict[str, Any]) -> dict[str, Any]:
+def alarm(spec: AgentfnSpec, name: str, description: str, props: dict[str, Any]) -> dict[str, Any]:
     topic = spec.deployment.monitoring.alarm_topic_arn
     actions = [topic if topic is not None else ref(ALARM_TOPIC)]
     return {
@@ -120,7 +121,7 @@ def failure_rate_alarm(spec: AgentfnSpec) -> dict[str, Any]:
         f"agentfn: more than {settings.failure_rate:.0%} of the runs that finished in "
         f"{period // 60} minutes failed (at least {settings.min_runs} finished)"
     )
-    return _alarm(
+    return alarm(
         spec,
         "failure-rate",
         description,
@@ -147,7 +148,7 @@ def stuck_runs_alarm(spec: AgentfnSpec) -> dict[str, Any]:
         "agentfn: the sweeper found runs that had lost their owner (an execution or a resume "
         "lost: resumed, resent, stranded, or not settled); see its log lines"
     )
-    return _alarm(
+    return alarm(
         spec,
         "stuck-runs",
         description,

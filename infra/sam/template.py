@@ -43,7 +43,10 @@ from infra.sam import (
     layers,
     live,
     monitoring,
+    native_alarms,
+    roles,
     sandbox,
+    state_logs,
     workflow_asl,
     workflows,
 )
@@ -151,6 +154,11 @@ def build_template(spec: AgentfnSpec, *, runtime: str | None = None) -> dict[str
             "Description": f"State machine of workflow {workflow!r}",
             "Value": ref(machine_id),
         }
+    # Over every function and state machine above: execution logs, alarms on the metrics
+    # AWS emits, and each function's own role (logs on its log group only).
+    state_logs.add_logging(spec, resources)
+    resources.update(native_alarms.resources(spec, resources))
+    roles.explicit_roles(spec, resources, FUNCTION_LOGS)
     return {
         "AWSTemplateFormatVersion": "2010-09-09",
         "Transform": "AWS::Serverless-2016-10-31",

@@ -73,6 +73,22 @@ class ApiThrottle(SpecModel):
     burst_limit: int = Field(100, ge=1, le=5_000, description="Requests allowed in a burst.")
 
 
+class ReservedConcurrency(SpecModel):
+    """Concurrency reserved for the stack's own functions, so agent runs (which can hold a
+    slot for up to 15 minutes each) never take the front door's last slot; each is also the
+    function's cap. `null` leaves a function in the account's shared pool: needed on an
+    account whose concurrency quota is too small to reserve anything (Lambda keeps 100 of
+    the quota unreserved; new accounts may have a quota of 10)."""
+
+    api: int | None = Field(
+        50, ge=1, le=10_000, description="The REST API's function (answers and inline runs)."
+    )
+    live: int | None = Field(10, ge=1, le=10_000, description="The WebSocket API's function.")
+    sweeper: int | None = Field(
+        2, ge=1, le=10_000, description="The sweeper (one pass at a time, and one to spare)."
+    )
+
+
 class Deployment(SpecModel):
     """Settings of the generated SAM template."""
 
@@ -105,6 +121,10 @@ class Deployment(SpecModel):
     )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     monitoring: MonitoringSettings = Field(default_factory=MonitoringSettings)
+    reserved_concurrency: ReservedConcurrency = Field(
+        default_factory=ReservedConcurrency,
+        description="Lambda concurrency reserved for the API, live and sweeper functions.",
+    )
 
 
 class AgentfnSpec(SpecModel):

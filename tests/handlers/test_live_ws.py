@@ -24,6 +24,7 @@ from runtime.engine.loop import Engine
 from runtime.live_ws import WebSocketPublisher
 from runtime.spec import AgentfnSpec
 from tests.helpers import DEMO_SPEC, load_spec
+from tests.infra.cfn import function_statements
 from tests.runtime.engine.kit import call, make_spec
 
 DOMAIN = "abc123.execute-api.us-east-1.amazonaws.com"
@@ -169,9 +170,11 @@ def test_the_template_has_the_websocket_api_and_scoped_grants() -> None:
     data["deployment"]["api_auth"] = "none"  # an open REST API: an open WebSocket API too
     open_ = build_template(AgentfnSpec.model_validate(data))["Resources"]
     assert {r["Properties"]["AuthorizationType"] for r in open_.values() if r["Type"] == "AWS::ApiGatewayV2::Route"} == {"NONE"}  # fmt: skip
-    support = json.dumps(resources["AgentSupportFunction"]["Properties"])
+    support = json.dumps(
+        [resources["AgentSupportFunction"]["Properties"], resources["AgentSupportFunctionRole"]]
+    )
     assert "execute-api:ManageConnections" in support and "AGENTFN_LIVE_ENDPOINT" in support
     assert f"${{{live.LIVE_API}}}/live/POST/@connections/*" in support
     assert '"WATCH#' in support and '"WATCH#*"' not in support  # its own runs' watchers only
-    watcher = json.dumps(resources[live.LIVE_FUNCTION]["Properties"]["Policies"])
+    watcher = json.dumps(function_statements(resources, live.LIVE_FUNCTION))
     assert "dynamodb:Scan" not in watcher and "WATCH#*" in watcher

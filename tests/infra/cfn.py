@@ -216,3 +216,11 @@ def allowed(
         ):
             return True
     return False
+
+
+def function_statements(resources: dict[str, Any], function_id: str) -> list[dict[str, Any]]:
+    """The inline statements of a function's own role, in the generated template (each SAM
+    function names its `Role`, declared next to it: infra.sam.roles)."""
+    role_id = resources[function_id]["Properties"]["Role"]["Fn::GetAtt"][0]
+    policies = resources[role_id]["Properties"].get("Policies", [])
+    return [s for policy in policies for s in policy["PolicyDocument"]["Statement"]]

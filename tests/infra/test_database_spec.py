@@ -16,6 +16,7 @@ from infra.sam.template import build_template
 from infra.validate import validate_file
 from runtime.spec import AgentfnSpec
 from tests.helpers import DEMO_SPEC, load_spec
+from tests.infra.cfn import function_statements
 from tests.infra.test_validate_bad import _write_project
 
 HEAD = """\
@@ -148,8 +149,7 @@ def test_iam_and_layers_follow_the_database_tools() -> None:
     resources = template["Resources"]
     analyst = resources["AgentAnalystFunction"]
     assert analyst["Properties"]["Layers"] == [{"Ref": SQL.logical_id}]
-    (policy,) = analyst["Properties"]["Policies"]
-    by_sid = {s["Sid"]: s for s in policy["Statement"]}
+    by_sid = {s["Sid"]: s for s in function_statements(resources, "AgentAnalystFunction")}
     assert by_sid["QueryAuroraDatabases"]["Resource"] == [
         "arn:aws:rds:eu-west-1:123456789012:cluster:ledger"
     ]

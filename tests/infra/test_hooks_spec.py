@@ -18,7 +18,7 @@ from infra.sam.template import build_template
 from infra.validate import validate_file
 from runtime.spec import AgentfnSpec
 from runtime.spec.hooks import HttpHook, LambdaHook, RuleHook, agent_hooks
-from tests.infra.cfn import allowed, role_statements, sam_transform
+from tests.infra.cfn import allowed, function_statements, role_statements, sam_transform
 from tests.infra.test_validate_bad import _write_project, h
 
 ARN = "arn:aws:lambda:us-east-1:123456789012:function:"
@@ -445,8 +445,7 @@ def _grants_spec() -> AgentfnSpec:
 
 
 def _statements(template: dict[str, Any], agent: str) -> list[dict[str, Any]]:
-    props = template["Resources"][agent_function_id(agent)]["Properties"]
-    return [s for policy in props["Policies"] for s in policy["Statement"]]
+    return function_statements(template["Resources"], agent_function_id(agent))
 
 
 def test_rule_args_that_the_schemas_declare_validate(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from infra.sam.layers import TELEMETRY
 from infra.sam.template import build_template
 from runtime.spec import AgentfnSpec
 from tests.helpers import DEMO_SPEC, load_spec
+from tests.infra.cfn import function_statements
 
 TELEMETRY_ON = {
     "otlp_endpoint": "https://otlp.example.com",
@@ -28,7 +29,7 @@ def _with(telemetry: dict[str, Any] | None) -> AgentfnSpec:
 
 
 def _statements(template: dict[str, Any], function: str) -> list[dict[str, Any]]:
-    return list(template["Resources"][function]["Properties"]["Policies"][0]["Statement"])
+    return function_statements(template["Resources"], function)
 
 
 def test_telemetry_off_adds_nothing() -> None:

@@ -13,16 +13,15 @@ from runtime.naming import agent_resource_name
 from runtime.routes import ROUTES
 from runtime.spec import AgentfnSpec
 from runtime.spec.graph import handoff_paths
+from tests.infra.cfn import function_statements
 
 
-def _statements(function: dict[str, Any]) -> list[dict[str, Any]]:
-    return [
-        s for p in function["Properties"]["Policies"] if "Statement" in p for s in p["Statement"]
-    ]
+def _statements(resources: dict[str, Any], function_id: str) -> list[dict[str, Any]]:
+    return function_statements(resources, function_id)
 
 
-def _by_sid(function: dict[str, Any], sid: str) -> dict[str, Any] | None:
-    return next((s for s in _statements(function) if s.get("Sid") == sid), None)
+def _by_sid(resources: dict[str, Any], function_id: str, sid: str) -> dict[str, Any] | None:
+    return next((s for s in _statements(resources, function_id) if s.get("Sid") == sid), None)
 
 
 def test_each_agent_gets_a_named_function_and_a_standard_state_machine(
@@ -54,7 +53,7 @@ def test_each_agent_gets_a_named_function_and_a_standard_state_machine(
     assert len(agent_functions) == len(full_spec.agents)
     # One log group for every function (JSON logs), not one per agent.
     logs = [k for k, v in resources.items() if v["Type"] == "AWS::Logs::LogGroup"]
-    assert logs == ["FunctionLogs", "ApiAccessLogs"]
+    assert logs == ["FunctionLogs", "ApiAccessLogs", "LiveAccessLogs", "StateMachineLogs"]
     assert template["Globals"]["Function"]["LoggingConfig"] == {
         "LogFormat": "JSON",
         "LogGroup": {"Ref": "FunctionLogs"},
@@ -160,26 +159,25 @@ def test_state_machine_has_the_loop_shape_with_retries_catches_and_timeouts(
 
 def test_agent_iam_is_scoped_to_what_the_agent_references(full_spec: AgentfnSpec) -> None:
     resources = build_template(full_spec)["Resources"]
-    support = resources[agent_function_id("support")]
-    rendered = json.dumps(_statements(support))
+    support = agent_function_id("support")
+    rendered = json.dumps(_statements(resources, support))
     # support → claude (fallbacks haiku, gpt). Its sub-agent billing runs in billing's own
     # function: billing's model, Lambda tool and secrets are billing's grants, not support's.
-    bedrock = _by_sid(support, "InvokeReferencedBedrockModels")
+    bedrock = _by_sid(resources, support, "InvokeReferencedBedrockModels")
     assert bedrock is not None
     arns = json.dumps(bedrock["Resource"])
     assert "inference-profile/us.anthropic.claude-sonnet-4-20250514-v1:0" in arns
     assert "foundation-model/anthropic.claude-sonnet-4-20250514-v1:0" in arns
     assert "bedrock:us-west-2::foundation-model/anthropic.claude-3-5-haiku-20241022-v1:0" in arns
-    secrets = json.dumps(_by_sid(support, "ReadReferencedSecrets"))
+    secrets = json.dumps(_by_sid(resources, support, "ReadReferencedSecrets"))
     for secret in ("prod/openai", "crm-token"):  # gpt (a fallback), lookup_account
         assert secret in secrets
     assert "anthropic-key" not in rendered  # ledger's model: ledger's own function
     assert "azure-key" not in rendered and "gemini" not in rendered
-    ssm = json.dumps(_by_sid(support, "ReadReferencedParameters"))
+    ssm = json.dumps(_by_sid(resources, support, "ReadReferencedParameters"))
     assert "parameter/orders-token" in ssm  # the orders MCP server header
-    assert _by_sid(support, "InvokeLambdaTools") is None  # billing's `charge`: billing's
-    billing = resources[agent_function_id("billing")]
-    lambdas = _by_sid(billing, "InvokeLambdaTools")
+    assert _by_sid(resources, support, "InvokeLambdaTools") is None  # billing's `charge`: billing's
+    lambdas = _by_sid(resources, agent_function_id("billing"), "InvokeLambdaTools")
     assert lambdas is not None
     assert lambdas["Resource"] == ["arn:aws:lambda:us-east-1:123456789012:function:charge"]
 
@@ -194,15 +192,19 @@ def test_agent_iam_is_scoped_to_what_the_agent_references(full_spec: AgentfnSpec
         "FindWatchers",
         "PostToWatchers",
     ]
-    local = resources[agent_function_id("local-helper")]
-    assert [s["Sid"] for s in _statements(local)] == own
-    researcher = resources[agent_function_id("researcher")]
-    sids = [s["Sid"] for s in _statements(researcher)]
+    local = agent_function_id("local-helper")
+    assert [s["Sid"] for s in _statements(resources, local)] == own
+    sids = [s["Sid"] for s in _statements(resources, agent_function_id("researcher"))]
     assert sids == [*own, "ReadReferencedParameters"]  # gemini key via SSM
-    # No SAM policy template (DynamoDBCrudPolicy, S3CrudPolicy: whole table and bucket).
-    assert all(set(p) == {"Statement"} for p in local["Properties"]["Policies"])
+    # No SAM policy template (DynamoDBCrudPolicy, S3CrudPolicy: whole table and bucket), and
+    # no managed policy but the stack's own base policy (logs on its group, X-Ray).
+    role = resources[f"{local}Role"]["Properties"]
+    assert "Policies" not in resources[local]["Properties"]
+    assert role["ManagedPolicyArns"] == [{"Ref": "FunctionBasePolicy"}]
     # Only SendTaskSuccess, which IAM cannot scope to a resource, has a wildcard.
-    wildcard = [(s["Sid"], s["Action"]) for s in _statements(support) if s.get("Resource") == "*"]
+    wildcard = [
+        (s["Sid"], s["Action"]) for s in _statements(resources, support) if s.get("Resource") == "*"
+    ]
     assert wildcard == [("ResumeWaits", "states:SendTaskSuccess")]
 
 
@@ -215,14 +217,16 @@ def test_api_function_has_every_route_and_scoped_orchestration_grants(
     assert {(e["Properties"]["Method"], e["Properties"]["Path"]) for e in events.values()} == {
         (r.method.lower(), r.path) for r in ROUTES
     }
-    start = _by_sid(api, "StartAgentStateMachines")
+    start = _by_sid(template["Resources"], "ApiFunction", "StartAgentStateMachines")
     assert start is not None
     assert start["Resource"]["Fn::Sub"][0] == (
         "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:"
         "stateMachine:agentfn-${Stack8}-*"
     )
     assert template["Resources"]["Api"]["Properties"]["Auth"] == {"DefaultAuthorizer": "AWS_IAM"}
-    assert not any("bedrock" in json.dumps(s) for s in _statements(api))
+    assert not any(
+        "bedrock" in json.dumps(s) for s in _statements(template["Resources"], "ApiFunction")
+    )
 
 
 def test_api_auth_none_leaves_the_api_open(full_spec: AgentfnSpec) -> None:

@@ -135,7 +135,11 @@ def test_resources_after_the_sam_transform_stay_under_500(deployed: dict[str, An
     # What grows per agent: a function and a state machine, and SAM's role for each.
     assert len(_of_type(deployed, "AWS::Lambda::Function")) == AGENTS + 3
     assert len(_of_type(deployed, "AWS::StepFunctions::StateMachine")) == AGENTS
-    assert len(_of_type(deployed, "AWS::Logs::LogGroup")) <= 2  # shared, not per agent
+    # Shared, not per agent: functions, state machines, REST and WebSocket access logs.
+    assert len(_of_type(deployed, "AWS::Logs::LogGroup")) <= 4
+    # The native-metric alarms read up to 10 metrics each: 3 per agent, so 0.3 alarm.
+    alarms = _of_type(deployed, "AWS::CloudWatch::Alarm")
+    assert len(alarms) <= 0.3 * AGENTS + 12, len(alarms)
 
 
 def test_template_body_and_outputs_are_within_cloudformation_limits(

@@ -78,8 +78,12 @@ def test_the_dashboard_is_the_same_for_one_agent_or_a_hundred() -> None:
 
 def test_alarms_watch_the_stack_and_notify_a_topic() -> None:
     resources = build_template(_spec(3))["Resources"]
-    alarms = {k: v for k, v in resources.items() if v["Type"] == "AWS::CloudWatch::Alarm"}
-    assert set(alarms) == {monitoring.FAILURE_ALARM, monitoring.STUCK_ALARM}
+    every = {k for k, v in resources.items() if v["Type"] == "AWS::CloudWatch::Alarm"}
+    # The run metrics' alarms; the others read AWS's own metrics (test_template_native_alarms).
+    assert {monitoring.FAILURE_ALARM, monitoring.STUCK_ALARM} <= every
+    alarms = {k: resources[k] for k in (monitoring.FAILURE_ALARM, monitoring.STUCK_ALARM)}
+    for other in every - set(alarms):
+        assert resources[other]["Properties"]["AlarmActions"] == [{"Ref": monitoring.ALARM_TOPIC}]
     assert resources[monitoring.ALARM_TOPIC]["Type"] == "AWS::SNS::Topic"
     for alarm in alarms.values():
         props = alarm["Properties"]

@@ -12,11 +12,11 @@ from infra.sam.template import build_template
 from runtime.naming import agent_tag
 from runtime.spec import AgentfnSpec
 from runtime.workflows.records import workflow_tag
+from tests.infra.cfn import function_statements
 
 
-def _statements(resource: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    (policy,) = resource["Properties"]["Policies"]
-    return {s["Sid"]: s for s in policy["Statement"]}
+def _statements(resources: dict[str, Any], function_id: str) -> dict[str, dict[str, Any]]:
+    return {s["Sid"]: s for s in function_statements(resources, function_id)}
 
 
 def test_the_workflow_function_reaches_its_steps_agents_only(demo_spec: AgentfnSpec) -> None:
@@ -24,7 +24,7 @@ def test_the_workflow_function_reaches_its_steps_agents_only(demo_spec: AgentfnS
     resources = template["Resources"]
     function = resources[workflow_function_id("damaged_order")]
     assert function["Properties"]["Handler"] == "handlers.workflow.handler"
-    grants = _statements(function)
+    grants = _statements(resources, workflow_function_id("damaged_order"))
     steps_agents = ["orders", "researcher", "billing"]
     keys = grants["StepRunsAndWorkflowRuns"]["Condition"]["ForAllValues:StringLike"][
         "dynamodb:LeadingKeys"
@@ -40,7 +40,9 @@ def test_the_workflow_function_reaches_its_steps_agents_only(demo_spec: AgentfnS
     for other in ("support", "shipping", "assistant", "triage"):
         assert f'-{other}"' not in started and f"RUN#{agent_tag(other)}*" not in keys
     machine = resources[workflow_state_machine_id("damaged_order")]
-    (invoke,) = _statements(machine).values()
+    policy, delivery = machine["Properties"]["Policies"]  # its own; the log delivery's
+    assert delivery == {"Ref": "StateMachineLogDelivery"}
+    (invoke,) = policy["Statement"]
     assert invoke["Action"] == "lambda:InvokeFunction"
     assert invoke["Resource"] == {"Fn::GetAtt": [workflow_function_id("damaged_order"), "Arn"]}
     assert machine["Properties"]["DefinitionSubstitutions"] == {

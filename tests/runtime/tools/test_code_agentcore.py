@@ -27,6 +27,7 @@ from runtime.tools.sandbox.runner import run_code
 from runtime.tools.sandbox.tool import CODE_INTERPRETER_ENV, code_execute_tool
 from tests.aws_eventstream import answer_with, event, exception, response
 from tests.helpers import DEMO_SPEC, load_spec
+from tests.infra.cfn import function_statements
 
 CTX = ToolContext(run_id="r", session_id="s", agent="a", call_id="c")
 
@@ -138,10 +139,10 @@ def test_the_template_grants_that_interpreter_alone_and_builds_no_sandbox() -> N
     assert analyst["Environment"]["Variables"]["AGENTFN_CODE_INTERPRETER"] == (
         "aws.codeinterpreter.v1"
     )
-    grant = json.dumps(analyst["Policies"])
+    grant = json.dumps(function_statements(resources, "AgentAnalystFunction"))
     assert "RunCodeInAgentCore" in grant and ":aws:code-interpreter/aws.codeinterpreter.v1" in grant
     for name, resource in resources.items():
-        if name.endswith("Function") and name != "AgentAnalystFunction":
+        if name.endswith(("Function", "FunctionRole")) and not name.startswith("AgentAnalyst"):
             assert "bedrock-agentcore" not in json.dumps(resource), name
     mine = json.dumps(build_template(_with_agentcore("mine_ci-0123456789"))["Resources"])
     assert "${AWS::AccountId}:code-interpreter-custom/mine_ci-0123456789" in mine

@@ -166,4 +166,4 @@ def test_the_template_has_a_sandbox_with_no_permissions_in_a_vpc() -> None:
     assert "AGENTFN_SANDBOX_FUNCTION" in analyst["Environment"]["Variables"]
     for name, resource in resources.items():
         grants = json.dumps(resource.get("Properties", {}).get("Policies", []))
-        assert ("RunCodeInTheSandbox" in grants) == (name == "AgentAnalystFunction"), name
+        assert ("RunCodeInTheSandbox" in grants) == (name == "AgentAnalystFunctionRole"), name

@@ -25,6 +25,7 @@ from runtime.tools.knowledge.bedrock import BedrockIndex
 from runtime.tools.knowledge.local import build_index, chunks_of, load_local
 from runtime.tools.knowledge.tool import knowledge_search_tool
 from tests.helpers import DEMO_SPEC, ROOT, load_spec
+from tests.infra.cfn import function_statements
 from tests.infra.test_validate_bad import _write_project
 
 POLICIES = LocalKnowledgeBase(kind="local", path="knowledge", chunk_chars=500)
@@ -180,8 +181,8 @@ def test_retrieve_is_granted_on_the_agents_bedrock_knowledge_base_only() -> None
     }
     data["agents"]["helpdesk"]["knowledge_bases"].append("manuals")
     resources = build_template(AgentfnSpec.model_validate(data))["Resources"]
-    (policy,) = resources["AgentHelpdeskFunction"]["Properties"]["Policies"]
-    (grant,) = [s for s in policy["Statement"] if s["Sid"] == "SearchBedrockKnowledgeBases"]
+    statements = function_statements(resources, "AgentHelpdeskFunction")
+    (grant,) = [s for s in statements if s["Sid"] == "SearchBedrockKnowledgeBases"]
     assert grant["Action"] == "bedrock:Retrieve"
     assert grant["Resource"] == [
         {
