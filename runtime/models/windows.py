@@ -64,3 +64,22 @@ def context_window(config: ModelConfig) -> int:
             if pattern in model_id:
                 return tokens
     return PROVIDER_WINDOWS.get(config.provider, 32_768)
+
+
+#: Tokens kept free for the answer when the model's `max_tokens` is not set (Anthropic's
+#: adapter asks for this much by default).
+DEFAULT_ANSWER_TOKENS = 4_096
+#: The reserve never takes more than this share of a small window.
+MAX_RESERVE_SHARE = 4
+
+
+def answer_reserve(config: ModelConfig) -> int:
+    """The tokens of the window kept free for the answer: the model's `max_tokens` (else
+    4,096), at most a quarter of the window."""
+    window = context_window(config)
+    return min(config.max_tokens or DEFAULT_ANSWER_TOKENS, window // MAX_RESERVE_SHARE)
+
+
+def prompt_budget(config: ModelConfig) -> int:
+    """The most tokens a prompt to this model may take: its window less the answer's reserve."""
+    return context_window(config) - answer_reserve(config)
