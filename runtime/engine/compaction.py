@@ -1,14 +1,19 @@
 """Compaction: the engine side of runtime.engine.context.
 
-Before each model call the prompt is estimated; past the agent's threshold of the model's
-window it is compacted in the reference order (seed 004): old tool results become
-placeholders (lossless: each pruned output is in the tool-output cache under its id first),
-then, if that is not enough, the conversation before the last `keep_turns` turns is
-summarised by `compaction.model`. Each compaction is one commit (the new ContextState, the
-summary message, a `context_compacted` event), so a crash before it redoes it and a crash
-after it never asks for the summary again. After MAX_FAILURES compactions that did not get
-under the threshold it stops trying; a provider that still refuses the prompt fails the run
-with CONTEXT_OVERFLOW.
+Every request fits the model's window by construction (issue 25): before each model call
+the prompt is estimated, and a prompt past the agent's threshold of the window (or past
+what the window leaves beside the answer's reserve, whatever happened before) is compacted.
+Each way of compacting is measured before any model is asked, and the least lossy one that
+fits is taken: old tool results become placeholders (lossless: each pruned output is in the
+tool-output cache under its id first); the conversation before the last `keep_turns` turns
+is summarised by `compaction.model`; fewer turns are kept when they alone do not fit; the
+latest results become placeholders too; everything but the user's latest message is
+summarised. New tool results are shown as previews when longer than their share of the
+window (`_result_share`). Each compaction is one commit (the new ContextState, the summary
+message, a `context_compacted` event), so a crash before it redoes it and a crash after it
+never asks for the summary again. Only a system prompt, tools and user message that cannot
+fit together (or a summary that cannot be written when one is needed) fail the run with
+CONTEXT_OVERFLOW, at once.
 """
 
 from __future__ import annotations

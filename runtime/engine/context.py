@@ -88,15 +88,26 @@ def prunable(message: Message) -> bool:
     )
 
 
+_placeholders: dict[tuple[int, bool], tuple[ToolResultMessage, ToolResultMessage]] = {}
+
+
 def placeholder(message: ToolResultMessage, readable: bool) -> ToolResultMessage:
     """What the model reads instead of a pruned result: its size and, when the agent can
-    read the cache, the id that brings it back with session_cache_get."""
+    read the cache, the id that brings it back with session_cache_get. (Made once per
+    message: every later prompt sends the same one.)"""
+    known = _placeholders.get((id(message), readable))
+    if known is not None and known[0] is message:
+        return known[1]
     text = (
         f"[output of {message.tool_name} removed from the context to save space "
         f"({len(message.content)} characters)"
     )
     text += f"; read it with session_cache_get(id={message.tool_call_id!r})]" if readable else "]"
-    return message.model_copy(update={"content": text, "images": [], "output": None})
+    made = message.model_copy(update={"content": text, "images": [], "output": None})
+    if len(_placeholders) >= 8_192:
+        _placeholders.clear()
+    _placeholders[(id(message), readable)] = (message, made)
+    return made
 
 
 def view(

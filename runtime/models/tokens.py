@@ -18,6 +18,10 @@ MESSAGE_TOKENS = 4  # framing every provider adds per message
 IMAGE_TOKENS = 1_000
 
 _tool_tokens: dict[int, tuple[Sequence[ToolSpec], int]] = {}
+#: Answers' counts by object (their calls' JSON is the costly part); each entry keeps its
+#: message alive, so an id is never reused while it is here.
+_answer_tokens: dict[int, tuple[AssistantMessage, int]] = {}
+_ANSWERS_KEPT = 8_192
 
 
 def tokens(text: str) -> int:
@@ -28,8 +32,15 @@ def message_tokens(message: Message) -> int:
     if isinstance(message, ToolResultMessage):
         return MESSAGE_TOKENS + tokens(message.content) + IMAGE_TOKENS * len(message.images)
     if isinstance(message, AssistantMessage):
+        known = _answer_tokens.get(id(message))
+        if known is not None and known[0] is message:
+            return known[1]
         calls = sum(tokens(c.name) + tokens(c.arguments_json()) for c in message.tool_calls)
-        return MESSAGE_TOKENS + tokens(message.text or "") + calls
+        total = MESSAGE_TOKENS + tokens(message.text or "") + calls
+        if len(_answer_tokens) >= _ANSWERS_KEPT:
+            _answer_tokens.clear()
+        _answer_tokens[id(message)] = (message, total)
+        return total
     return MESSAGE_TOKENS + tokens(message.content)
 
 

@@ -69,15 +69,14 @@ def context_window(config: ModelConfig) -> int:
 #: Tokens kept free for the answer when the model's `max_tokens` is not set (Anthropic's
 #: adapter asks for this much by default).
 DEFAULT_ANSWER_TOKENS = 4_096
-#: The reserve never takes more than this share of a small window.
-MAX_RESERVE_SHARE = 4
-
-
 def answer_reserve(config: ModelConfig) -> int:
-    """The tokens of the window kept free for the answer: the model's `max_tokens` (else
-    4,096), at most a quarter of the window."""
+    """The tokens of the window kept free for the answer: the model's `max_tokens` (some
+    providers refuse a prompt plus max_tokens over the window), at most half the window;
+    unset, 4,096, at most a quarter of it (a small window still leaves room to work)."""
     window = context_window(config)
-    return min(config.max_tokens or DEFAULT_ANSWER_TOKENS, window // MAX_RESERVE_SHARE)
+    if config.max_tokens is not None:
+        return min(config.max_tokens, window // 2)
+    return min(DEFAULT_ANSWER_TOKENS, window // 4)
 
 
 def prompt_budget(config: ModelConfig) -> int:
