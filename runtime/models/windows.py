@@ -69,6 +69,8 @@ def context_window(config: ModelConfig) -> int:
 #: Tokens kept free for the answer when the model's `max_tokens` is not set (Anthropic's
 #: adapter asks for this much by default).
 DEFAULT_ANSWER_TOKENS = 4_096
+
+
 def answer_reserve(config: ModelConfig) -> int:
     """The tokens of the window kept free for the answer: the model's `max_tokens` (some
     providers refuse a prompt plus max_tokens over the window), at most half the window;
