@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 
 from runtime.clock import FakeClock
+from runtime.engine.context import SUMMARY_INTRO
 from runtime.errors import ModelError
-from runtime.messages import Message, ToolResultMessage
+from runtime.messages import Message, SummaryMessage, ToolResultMessage
 from runtime.models.base import ModelRequest
 from runtime.models.scripted import ScriptedModelClient
 from runtime.models.tokens import prompt_tokens
@@ -119,8 +120,15 @@ def test_the_4000_token_case_sends_no_request_over_the_window_and_still_answers(
     # Within what the window leaves beside the answer's reserve (a quarter of 4,000).
     answers = [_size(r) for r in _requests(engine) if r.purpose == "answer"]
     assert max(answers) <= 3_000, answers
-    # Every report is readable whole, byte for byte, from what the run keeps.
+    # The summary in force is summarised again with what follows it (it does not pile up),
+    # and each stays within its quarter of the room the window leaves.
+    summaries = [r for r in _requests(engine) if r.purpose == "summary"]
+    assert len(summaries) >= 2
+    assert all("User: " + SUMMARY_INTRO.strip() in r.messages[0].content for r in summaries[1:])
     messages = store.load_messages(store.load_head(head.run_id))
+    written = [m for m in messages if isinstance(m, SummaryMessage)]
+    assert written and all(len(m.content) <= 3_000 // 4 * 4 for m in written)
+    # Every report is readable whole, byte for byte, from what the run keeps.
     results = [m for m in messages if isinstance(m, ToolResultMessage)]
     assert len(results) == 7
     for i, result in enumerate(results):
