@@ -25,11 +25,17 @@ from runtime.messages import (
     UserMessage,
 )
 from runtime.models.base import ToolSpec
+from runtime.models.tokens import (
+    CHARS_PER_TOKEN,
+    IMAGE_TOKENS,
+    MESSAGE_TOKENS,
+    message_tokens,
+    prompt_tokens,
+    tokens,
+    tools_tokens,
+)
 from runtime.store.base import ContextState
 
-CHARS_PER_TOKEN = 4
-MESSAGE_TOKENS = 4  # framing every provider adds per message
-IMAGE_TOKENS = 1_000
 #: Results this short are kept whole: a placeholder would save nothing.
 PRUNE_MIN_CHARS = 400
 #: A compaction is given up on after this many failed attempts (seed 004's figure).
@@ -40,41 +46,16 @@ SUMMARY_INTRO = (
     "mentions keep their ids.]\n"
 )
 
-_tool_tokens: dict[int, tuple[Sequence[ToolSpec], int]] = {}
-
-
-def tokens(text: str) -> int:
-    return len(text) // CHARS_PER_TOKEN + 1
-
-
-def message_tokens(message: Message) -> int:
-    if isinstance(message, ToolResultMessage):
-        return MESSAGE_TOKENS + tokens(message.content) + IMAGE_TOKENS * len(message.images)
-    if isinstance(message, AssistantMessage):
-        calls = sum(tokens(c.name) + tokens(c.arguments_json()) for c in message.tool_calls)
-        return MESSAGE_TOKENS + tokens(message.text or "") + calls
-    return MESSAGE_TOKENS + tokens(message.content)
-
-
-def tools_tokens(specs: Sequence[ToolSpec]) -> int:
-    """The tool definitions' share of the prompt (cached: an engine reuses its lists)."""
-    cached = _tool_tokens.get(id(specs))
-    if cached is not None and cached[0] is specs:
-        return cached[1]
-    import json
-
-    total = sum(
-        MESSAGE_TOKENS + tokens(s.name + s.description + json.dumps(s.input_schema)) for s in specs
-    )
-    if len(_tool_tokens) > 64:
-        _tool_tokens.clear()
-    _tool_tokens[id(specs)] = (specs, total)
-    return total
-
-
-def prompt_tokens(system: str, specs: Sequence[ToolSpec], view: Sequence[Message]) -> int:
-    """The whole prompt, estimated."""
-    return tokens(system) + tools_tokens(specs) + sum(message_tokens(m) for m in view)
+#: The counting lives in runtime.models.tokens (the scripted provider counts the same way).
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "IMAGE_TOKENS",
+    "MESSAGE_TOKENS",
+    "message_tokens",
+    "prompt_tokens",
+    "tokens",
+    "tools_tokens",
+]
 
 
 def estimate(
@@ -107,15 +88,26 @@ def prunable(message: Message) -> bool:
     )
 
 
+_placeholders: dict[tuple[int, bool], tuple[ToolResultMessage, ToolResultMessage]] = {}
+
+
 def placeholder(message: ToolResultMessage, readable: bool) -> ToolResultMessage:
     """What the model reads instead of a pruned result: its size and, when the agent can
-    read the cache, the id that brings it back with session_cache_get."""
+    read the cache, the id that brings it back with session_cache_get. (Made once per
+    message: every later prompt sends the same one.)"""
+    known = _placeholders.get((id(message), readable))
+    if known is not None and known[0] is message:
+        return known[1]
     text = (
         f"[output of {message.tool_name} removed from the context to save space "
         f"({len(message.content)} characters)"
     )
     text += f"; read it with session_cache_get(id={message.tool_call_id!r})]" if readable else "]"
-    return message.model_copy(update={"content": text, "images": [], "output": None})
+    made = message.model_copy(update={"content": text, "images": [], "output": None})
+    if len(_placeholders) >= 8_192:
+        _placeholders.clear()
+    _placeholders[(id(message), readable)] = (message, made)
+    return made
 
 
 def view(
@@ -210,3 +202,61 @@ SUMMARY_SYSTEM = (
     "and what is still open. Drop pleasantries and repetition. Write plain prose or short "
     "lists, in the user's language, at most {words} words. Do not continue the task."
 )
+
+
+#: The summary's share of what the window leaves after the system prompt and tools.
+SUMMARY_SHARE = 0.25
+#: The latest turn's tool results share this part of what the window leaves after the
+#: system prompt and tools; each result over its share is sent as a preview (runtime.engine.
+#: fitting) with the rest in the cache.
+RESULTS_SHARE = 0.5
+
+
+def summary_allowance(room: int, configured: int) -> int:
+    """The most tokens a summary may take: `summary_max_tokens`, at most a quarter of the
+    room the window leaves (so a summary always fits beside what is kept)."""
+    return max(16, min(configured, int(room * SUMMARY_SHARE)))
+
+
+def trailing_user(messages: Sequence[Message]) -> int:
+    """How many messages at the end are the user's (the run's input, a continuation or a
+    correction prompt): what a prompt must carry whatever is summarised."""
+    count = 0
+    for message in reversed(messages):
+        if not isinstance(message, UserMessage) or isinstance(message, SummaryMessage):
+            break
+        count += 1
+    return count
+
+
+def kept_tokens(
+    messages: Sequence[Message], base: int, cut: int, prune_to: int, readable: bool
+) -> int:
+    """Tokens of the messages from `cut` on, results before `prune_to` as placeholders."""
+    total = 0
+    for index in range(max(0, cut - base), len(messages)):
+        message = messages[index]
+        if isinstance(message, SummaryMessage):
+            continue
+        if base + index < prune_to and prunable(message):
+            message = placeholder(message, readable)  # type: ignore[arg-type]
+        total += message_tokens(message)
+    return total
+
+
+def plans(messages: Sequence[Message], base: int, keep_turns: int) -> list[tuple[int, int, bool]]:
+    """The ways to compact, least lossy first, as (cut, prune_to, summarise): placeholders
+    before the kept turns; a summary before them; the same keeping fewer turns (down to
+    one); the latest turn's results as placeholders too; everything but the user's trailing
+    message summarised. Each later one is smaller."""
+    end = base + len(messages)
+    out: list[tuple[int, int, bool]] = []
+    keep = keep_from(messages, base, keep_turns)
+    out.append((keep, keep, False))
+    for turns in range(keep_turns, 0, -1):
+        cut = keep_from(messages, base, turns)
+        out.append((cut, cut, True))
+    last = keep_from(messages, base, 1)
+    out.append((last, end, True))
+    out.append((end - trailing_user(messages), end, True))
+    return out

@@ -249,10 +249,13 @@ class ToolPhase(Compaction, HookPhase, Traced):
         tools = self._toolbox(run.head)
         cap = config.tool_result_max_chars or self.spec.defaults.tool_result_max_chars
         tool = tools.get(call.name)
+        fit = self._result_share(run)  # the window's share for this result
         if tool is not None and tool.reuse_cached and call.arguments is not None:
             earlier = find_reusable(self._session_outputs(run), tool, call)
             if earlier is not None:
-                reused = reuse_result(tool, call, earlier, self.store.blobs, cap, self._turn(run))
+                reused = reuse_result(
+                    tool, call, earlier, self.store.blobs, cap, self._turn(run), fit
+                )
                 if reused is not None:
                     reused.at = self.clock.now()
                     return await self._post_tool_use(run, call, reused)
@@ -273,6 +276,7 @@ class ToolPhase(Compaction, HookPhase, Traced):
             timeout=config.tool_timeout or self.spec.defaults.tool_timeout,
             max_chars=cap,
             blobs=self.store.blobs,
+            fit=fit,
         )
         result.at = self.clock.now()
         return await self._post_tool_use(run, call, result)
@@ -285,6 +289,7 @@ class ToolPhase(Compaction, HookPhase, Traced):
         last: bool,
         announced: bool = False,
     ) -> None:
+        result = self._fit_result(run, result)  # a long error or denial: a preview too
         events, update = self._hook_notes(run, result.tool_call_id)  # hooks decided first
         if not announced:
             call = ToolCall(id=result.tool_call_id, name=result.tool_name, arguments=result.inputs)

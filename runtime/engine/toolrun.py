@@ -46,6 +46,15 @@ def render_output(output: Any) -> str:
         return str(output)
 
 
+def preview_text(text: str, cap: int, call_id: str) -> str:
+    """The first `cap` characters of an output and how to read the rest from the cache."""
+    return text[:cap] + (
+        f"\n[output truncated: {cap} of {len(text)} characters shown. The full output is "
+        f"cached as id {call_id!r}: read on with session_cache_get(id={call_id!r}, "
+        f"offset={cap}, limit=N)]"
+    )
+
+
 def cache_key(ctx: ToolContext) -> str:
     return ctx.cache_key
 
@@ -59,7 +68,10 @@ async def execute(
     timeout: float,
     max_chars: int,
     blobs: BlobStore,
+    fit: int | None = None,
 ) -> ToolResultMessage:
+    """Run one call. `fit`: the characters the context window leaves this result (a longer
+    output is shown as a preview, whatever the tool's own cap)."""
     tool = tools.get(call.name)
     if tool is None:
         available = ", ".join(sorted(tools)) or "none"
@@ -98,7 +110,7 @@ async def execute(
         ctx,
         output,
         turn=turn,
-        cap=tool.max_chars or max_chars,
+        cap=min(tool.max_chars or max_chars, fit or max_chars),
         blobs=blobs,
         duration_ms=elapsed,
     )
@@ -145,13 +157,7 @@ def shape_output(
         blobs.put(full_ref, text.encode(), "text/plain; charset=utf-8")
         if whole != text and not small:
             blobs.put(f"{full_ref}.json", whole.encode(), "application/json")
-    content = text
-    if size > cap:
-        content = (
-            text[:cap] + f"\n[output truncated: {cap} of {size} characters shown. The full "
-            f"output is cached as id {call.id!r}: read on with session_cache_get (offset "
-            f"{cap})]"
-        )
+    content = preview_text(text, cap, call.id) if size > cap else text
     inline = (full if full is not None else text) if small else content[:INLINE_PREVIEW_CHARS]
     return ToolResultMessage(
         tool_call_id=call.id,
@@ -194,6 +200,7 @@ def reuse_result(
     blobs: BlobStore,
     cap: int,
     turn: int,
+    fit: int | None = None,
 ) -> ToolResultMessage | None:
     """Answer from the cache; None when the cached output is gone (then call for real)."""
     assert earlier.full_output_ref is not None
@@ -201,9 +208,9 @@ def reuse_result(
         body = blobs.get(earlier.full_output_ref).decode("utf-8", errors="replace")
     except KeyError:
         return None
-    limit = tool.max_chars or cap
+    limit = min(tool.max_chars or cap, fit or cap)
     note = f"\n[answered from the session cache: output of call {earlier.tool_call_id!r}]"
-    content = body[:limit] + note
+    content = (preview_text(body, limit, call.id) if len(body) > limit else body) + note
     return ToolResultMessage(
         tool_call_id=call.id,
         tool_name=call.name,

@@ -9,6 +9,11 @@ history, a run that pauses, resumes or crashes sees exactly the same answers.
 A compaction's summary request (`purpose="summary"`) takes nothing from the script: the
 answer is the first line of each entry of the transcript it was given, cut to fit, so
 scripts stay what the agent says and summaries are deterministic too.
+
+Like a real model, it refuses a prompt longer than its `context_window` (counted the way
+the engine estimates, runtime.models.tokens) with a 400 "prompt is too long", which the
+adapters' shared classifier turns into `ContextOverflow`: a test whose run would overflow
+a real model fails here too.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from runtime.errors import ModelError, TransientModelError
 from runtime.messages import ToolCall, Usage
 from runtime.models.base import ModelRequest, ModelResponse
 from runtime.models.failures import classify_http
+from runtime.models.tokens import prompt_tokens
+from runtime.models.windows import context_window
 from runtime.spec.models import ScriptedModel, ScriptEntry
 
 
@@ -28,6 +35,7 @@ class ScriptedModelClient:
         self.model_id = config.model_id
         self._script = config.script
         self._stream = config.stream
+        self.window = context_window(config)
         self.requests: list[ModelRequest] = []  # what the loop asked, for tests and benchmarks
         # Precomputed once: answer c is _answers[c], preceded by the errors in _errors[c].
         self._answers: list[ScriptEntry] = []
@@ -49,6 +57,15 @@ class ScriptedModelClient:
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         self.requests.append(request)
+        counted = prompt_tokens(request.system, request.tools, request.messages)
+        if counted > self.window:  # what every real provider answers to such a prompt
+            raise classify_http(
+                "scripted",
+                400,
+                f"prompt is too long: {counted} tokens > {self.window} maximum",
+                {},
+                None,
+            )
         if request.purpose == "summary":
             return _summary(request, self.model_id)
         entry = self._entry_for(request.call_number, request.attempt)

@@ -64,3 +64,23 @@ def context_window(config: ModelConfig) -> int:
             if pattern in model_id:
                 return tokens
     return PROVIDER_WINDOWS.get(config.provider, 32_768)
+
+
+#: Tokens kept free for the answer when the model's `max_tokens` is not set (Anthropic's
+#: adapter asks for this much by default).
+DEFAULT_ANSWER_TOKENS = 4_096
+
+
+def answer_reserve(config: ModelConfig) -> int:
+    """The tokens of the window kept free for the answer: the model's `max_tokens` (some
+    providers refuse a prompt plus max_tokens over the window), at most half the window;
+    unset, 4,096, at most a quarter of it (a small window still leaves room to work)."""
+    window = context_window(config)
+    if config.max_tokens is not None:
+        return min(config.max_tokens, window // 2)
+    return min(DEFAULT_ANSWER_TOKENS, window // 4)
+
+
+def prompt_budget(config: ModelConfig) -> int:
+    """The most tokens a prompt to this model may take: its window less the answer's reserve."""
+    return context_window(config) - answer_reserve(config)

@@ -70,7 +70,8 @@ async def _get(arguments: dict[str, Any], ctx: ToolContext) -> Any:
             f"no cached output with id {wanted!r} in this session; see session_cache_list"
         )
     offset = max(0, int(arguments.get("offset", 0)))
-    length = min(PAGE_MAX, max(1, int(arguments.get("length", PAGE_DEFAULT))))
+    wanted_length = arguments.get("limit", arguments.get("length", PAGE_DEFAULT))
+    length = min(PAGE_MAX, max(1, int(wanted_length)))
     chunk = body[offset : offset + length]
     end = offset + len(chunk)
     return {
@@ -98,14 +99,16 @@ def session_cache_tools() -> list[FunctionTool]:
         FunctionTool(
             name="session_cache_get",
             description=(
-                "Read a cached tool output by id, a page at a time: offset and length are in "
-                f"characters (length at most {PAGE_MAX}); next_offset says where to continue."
+                "Read a cached tool output by id, a page at a time: offset and limit (or "
+                f"length) are in characters (at most {PAGE_MAX}); next_offset says where to "
+                "continue."
             ),
             input_schema={
                 "type": "object",
                 "properties": {
                     "id": {"type": "string"},
                     "offset": {"type": "integer", "minimum": 0},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": PAGE_MAX},
                     "length": {"type": "integer", "minimum": 1, "maximum": PAGE_MAX},
                 },
                 "required": ["id"],

@@ -220,5 +220,5 @@ def test_session_cache_get_continues_exactly_where_the_preview_of_an_mcp_output_
     assert page["output"]["content"] == text[100:3000]  # the same text, not its JSON form
     (preview,) = _seen(engine, 1)
     assert preview.content.startswith(text[:100] + "\n[output truncated: 100 of 3000 characters")
-    assert "session_cache_get (offset 100)" in preview.content
+    assert "session_cache_get(id=" in preview.content and "offset=100" in preview.content
     assert broken["success"] is False  # an isError result stays a failure

@@ -1,0 +1,63 @@
+"""Token estimates without a tokenizer or a network call: four characters a token.
+
+Shared by the engine (runtime.engine.context sizes every prompt with it) and the `scripted`
+provider (which refuses a prompt over its window the way real providers do), so a test
+double and the engine count one prompt the same way.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from runtime.messages import AssistantMessage, Message, ToolResultMessage
+from runtime.models.base import ToolSpec
+
+CHARS_PER_TOKEN = 4
+MESSAGE_TOKENS = 4  # framing every provider adds per message
+IMAGE_TOKENS = 1_000
+
+_tool_tokens: dict[int, tuple[Sequence[ToolSpec], int]] = {}
+#: Answers' counts by object (their calls' JSON is the costly part); each entry keeps its
+#: message alive, so an id is never reused while it is here.
+_answer_tokens: dict[int, tuple[AssistantMessage, int]] = {}
+_ANSWERS_KEPT = 8_192
+
+
+def tokens(text: str) -> int:
+    return len(text) // CHARS_PER_TOKEN + 1
+
+
+def message_tokens(message: Message) -> int:
+    if isinstance(message, ToolResultMessage):
+        return MESSAGE_TOKENS + tokens(message.content) + IMAGE_TOKENS * len(message.images)
+    if isinstance(message, AssistantMessage):
+        known = _answer_tokens.get(id(message))
+        if known is not None and known[0] is message:
+            return known[1]
+        calls = sum(tokens(c.name) + tokens(c.arguments_json()) for c in message.tool_calls)
+        total = MESSAGE_TOKENS + tokens(message.text or "") + calls
+        if len(_answer_tokens) >= _ANSWERS_KEPT:
+            _answer_tokens.clear()
+        _answer_tokens[id(message)] = (message, total)
+        return total
+    return MESSAGE_TOKENS + tokens(message.content)
+
+
+def tools_tokens(specs: Sequence[ToolSpec]) -> int:
+    """The tool definitions' share of the prompt (cached: an engine reuses its lists)."""
+    cached = _tool_tokens.get(id(specs))
+    if cached is not None and cached[0] is specs:
+        return cached[1]
+    total = sum(
+        MESSAGE_TOKENS + tokens(s.name + s.description + json.dumps(s.input_schema)) for s in specs
+    )
+    if len(_tool_tokens) > 64:
+        _tool_tokens.clear()
+    _tool_tokens[id(specs)] = (specs, total)
+    return total
+
+
+def prompt_tokens(system: str, specs: Sequence[ToolSpec], view: Sequence[Message]) -> int:
+    """The whole prompt, estimated."""
+    return tokens(system) + tools_tokens(specs) + sum(message_tokens(m) for m in view)
