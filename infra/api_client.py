@@ -1,6 +1,8 @@
 """`agentfn status | events | approve | reply | cancel | start`: the HTTP API from a terminal.
 
-They talk to any agentfn API: `agentfn dev` (the default URL) or a deployed stage
+A run that `agentfn run` left waiting is answered from its local state, without a server,
+when no `--url` is given (infra.local_runs). Otherwise they talk to any agentfn API:
+`agentfn dev` (the default URL) or a deployed stage
 (`--url https://….execute-api.REGION.amazonaws.com/Prod`, with `--sigv4` when the API uses
 IAM auth; credentials come from the environment, as for the AWS CLI).
 
@@ -308,6 +310,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--region", help="the API's region for --sigv4 (default: from the URL)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
     parser.add_argument("--json", action="store_true", help="print the API's JSON answer")
+    parser.add_argument(
+        "-f",
+        "--file",
+        default="agents.yaml",
+        help="the spec whose local state (left by `agentfn run`) is read when no --url is given",
+    )
 
 
 def add_parsers(sub: Any) -> None:
@@ -361,9 +369,20 @@ def add_parsers(sub: Any) -> None:
     _common(p)
 
 
+#: Commands that also answer from `agentfn run`'s local state (infra.local_runs).
+_LOCAL = {"status", "events", "approve", "reply", "cancel"}
+
+
 def _entry(command: Any) -> Any:
     def run(args: argparse.Namespace) -> int:
         try:
+            if args.command in _LOCAL:
+                from infra.local_runs import run_local, wants_local
+
+                if wants_local(args):
+                    code = run_local(args.command, args)
+                    if code is not None:
+                        return code
             client = Client(args.url, sigv4=args.sigv4, region=args.region, timeout=args.timeout)
             return int(command(client, args))
         except UsageError as exc:

@@ -4,8 +4,8 @@ state machine). Progress goes to stderr step by step; the result to stdout.
 
 A step run that waits for a person is decided by the flags (`--approve`, `--deny`,
 `--reply`) or, on a terminal, by asking; otherwise the command says what is waiting and
-exits 3 (the embedded AWS ends with the process, so the run cannot be resumed later — deploy,
-or use `agentfn dev`, for workflows that wait for people for real).
+exits 3 (a workflow's state machine execution ends with the process, so a workflow cannot
+be resumed later — deploy, or use `agentfn dev`, for workflows that wait for people for real).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from infra.run_cli import EXIT_FAILED, EXIT_NEEDS_REPLY, EXIT_OK, EXIT_USAGE
@@ -39,19 +38,17 @@ def workflow_input(spec: AgentfnSpec, name: str, words: list[str]) -> Any:
 
 def run_workflow_command(args: argparse.Namespace, spec: AgentfnSpec) -> int:
     from infra.embedded_stack import EmbeddedStack
-    from infra.local import embedded_aws
+    from infra.local_runs import prepare_project, stack_clients
     from runtime.errors import InvalidRequest
     from runtime.workflows.service import WorkflowService
 
-    project = str(Path(args.file).resolve().parent)
-    if project not in sys.path:
-        sys.path.insert(0, project)  # the spec's own tools package
+    prepare_project(args.file)  # the spec's own tools package, its .env
     try:
         given = workflow_input(spec, args.agent, args.input)
     except ValueError as exc:
         print(f"agentfn: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    with embedded_aws() as clients:
+    with stack_clients(args.file, args.offline) as clients:
         stack = EmbeddedStack(spec, clients)
         workflows = WorkflowService(stack.service)
         try:
