@@ -24,6 +24,7 @@ from infra.local_state import LOG_NAME, state_dir
 from runtime.errors import AgentfnError, RunNotFound
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+_IGNORE_ENDPOINTS = "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"
 
 
 def load_dotenv(path: Path) -> list[str]:
@@ -47,11 +48,15 @@ def load_dotenv(path: Path) -> list[str]:
 
 
 def prepare_project(spec_file: str) -> None:
-    """The spec's own tools package on sys.path; its `.env` in the environment."""
+    """The spec's own tools package on sys.path; its `.env` in the environment; AWS_REGION
+    (what the AWS CLI and the other SDKs read) as the region of boto3's clients too (boto3
+    reads only AWS_DEFAULT_REGION)."""
     project = Path(spec_file).resolve().parent
     if str(project) not in sys.path:
         sys.path.insert(0, str(project))
     load_dotenv(project / ".env")
+    if os.environ.get("AWS_REGION") and not os.environ.get("AWS_DEFAULT_REGION"):
+        os.environ["AWS_DEFAULT_REGION"] = os.environ["AWS_REGION"]
 
 
 @contextmanager
@@ -61,8 +66,18 @@ def stack_clients(spec_file: str, offline: bool) -> Iterator[Any]:
     from infra.local import embedded_aws, local_aws
 
     if offline:
-        with embedded_aws() as clients:
-            yield clients
+        # Every AWS call is moto's: no AWS_ENDPOINT_URL_* (nor a profile's endpoint_url) may
+        # send one elsewhere.
+        saved = os.environ.get(_IGNORE_ENDPOINTS)
+        os.environ[_IGNORE_ENDPOINTS] = "true"
+        try:
+            with embedded_aws() as clients:
+                yield clients
+        finally:
+            if saved is None:
+                os.environ.pop(_IGNORE_ENDPOINTS, None)
+            else:
+                os.environ[_IGNORE_ENDPOINTS] = saved
         return
     with local_aws(state_dir(spec_file)) as clients:
         yield clients

@@ -110,6 +110,15 @@ def _read_body(environ: dict[str, Any]) -> bytes:
     return b""
 
 
+def _body_field(body: bytes) -> dict[str, str]:
+    """A request's body as text where it is text (DynamoDB's JSON: the log stays readable),
+    else as base64."""
+    try:
+        return {"text": body.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(body).decode()}
+
+
 class RequestLog:
     """moto's WSGI app behind the log: DynamoDB and S3 requests catch up with the log,
     are answered, and (writes that succeeded) are appended to it, under the file lock."""
@@ -159,7 +168,7 @@ class RequestLog:
                 log.truncate(self._offset)
 
     def _replay(self, record: dict[str, Any]) -> None:
-        body = base64.b64decode(record["body"])
+        body = record["text"].encode() if "text" in record else base64.b64decode(record["base64"])
         environ: dict[str, Any] = {
             "REQUEST_METHOD": record["method"],
             "PATH_INFO": record["path"],
@@ -219,7 +228,7 @@ class RequestLog:
                         "path": environ.get("PATH_INFO", "/"),
                         "query": environ.get("QUERY_STRING", ""),
                         "headers": headers,
-                        "body": base64.b64encode(body).decode(),
+                        **_body_field(body),
                     }
                 )
         return output
