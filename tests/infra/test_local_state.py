@@ -1,0 +1,245 @@
+"""The local state `agentfn run` keeps beside the spec outlives the process: a session goes
+on in the next process, a run left waiting is decided and finished by another command
+(without calling its earlier tools again), concurrent processes share it without losing
+a write, a torn last write is cut off, and `agentfn local reset` clears it."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import run_agentfn
+
+COUNTING_TOOLS = """\
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent.parent
+
+
+def note(text: str) -> str:
+    with open(HERE / "note.calls", "a") as calls:
+        calls.write(text + "\\n")
+    return "noted"
+
+
+def refund(amount: float) -> str:
+    with open(HERE / "refund.calls", "a") as calls:
+        calls.write(f"{amount}\\n")
+    return "refunded"
+"""
+
+APPROVAL_SPEC = """\
+version: 1
+models:
+  m:
+    provider: scripted
+    script:
+      - {tool_calls: [{name: note, arguments: {text: first}}]}
+      - {tool_calls: [{name: refund, arguments: {amount: 12.5}}]}
+      - {text: "Noted and refunded."}
+tools:
+  note: {type: python, handler: "tools.counting_ops:note", description: Take a note.}
+  refund: {type: python, handler: "tools.counting_ops:refund", description: Refund.}
+agents:
+  clerk:
+    description: Notes, then refunds once a person allows it.
+    model: m
+    tools: [note, refund]
+    approval: [{tools: [refund]}]
+"""
+
+CHAT_SPEC = """\
+version: 1
+models:
+  local: {provider: ollama, model_id: tiny, base_url: "%(url)s/v1", stream: false}
+agents:
+  chat:
+    description: Chats, remembering the session.
+    model: local
+"""
+
+
+def _project(tmp_path: Path, spec: str) -> tuple[Path, dict[str, str]]:
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "__init__.py").write_text("")
+    (tmp_path / "tools" / "counting_ops.py").write_text(COUNTING_TOOLS)
+    path = tmp_path / "agents.yaml"
+    path.write_text(spec)
+    env = {k: v for k, v in os.environ.items() if k not in {"AGENTFN_STATE_DIR", "AGENTFN_URL"}}
+    return path, env
+
+
+def _calls(tmp_path: Path, tool: str) -> list[str]:
+    path = tmp_path / f"{tool}.calls"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def test_a_waiting_run_is_approved_by_another_process_without_calling_its_tools_again(
+    tmp_path: Path,
+) -> None:
+    spec, env = _project(tmp_path, APPROVAL_SPEC)
+    waiting = run_agentfn("run", "clerk", "note and refund", "-f", str(spec), env=env)
+    assert waiting.returncode == 3, waiting.stderr
+    assert _calls(tmp_path, "note") == ["first"] and _calls(tmp_path, "refund") == []
+    # Each pending call is shown whole: tool, arguments, the rule; and how to decide later.
+    assert "• refund" in waiting.stderr and '"amount": 12.5' in waiting.stderr
+    assert "rule: clerk.approval[0] (tools ['refund']" in waiting.stderr
+    run_id = waiting.stderr.split("agentfn approve ")[1].split()[0]
+    assert f"agentfn approve {run_id} [--tool-call-id ID] [--edit JSON]" in waiting.stderr
+
+    status = run_agentfn("status", run_id, "-f", str(spec), env=env)
+    assert status.returncode == 0, status.stderr
+    assert "awaiting_approval" in status.stdout and "refund" in status.stdout
+
+    approved = run_agentfn("approve", run_id, "-f", str(spec), env=env)
+    assert approved.returncode == 0, approved.stderr
+    assert "Noted and refunded." in approved.stdout
+    assert _calls(tmp_path, "note") == ["first"]  # not called again
+    assert _calls(tmp_path, "refund") == ["12.5"]
+
+    done = run_agentfn("status", run_id, "-f", str(spec), "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    contract = json.loads(done.stdout)
+    assert contract["status"] == "succeeded" and contract["result"] == "Noted and refunded."
+    assert [c["tool_name"] for c in contract["tool_calls"]] == ["note", "refund"]
+    events = run_agentfn("events", run_id, "-f", str(spec), env=env)
+    assert "approval_decided" in events.stdout and "run_completed" in events.stdout
+
+
+def test_approve_with_a_tool_name_decides_only_that_tool(tmp_path: Path) -> None:
+    spec, env = _project(tmp_path, APPROVAL_SPEC)
+    other = run_agentfn("run", "clerk", "go", "-f", str(spec), "--approve", "note", env=env)
+    assert other.returncode == 3, other.stderr  # refund was not named: it still waits
+    assert _calls(tmp_path, "refund") == []
+    named = run_agentfn("run", "clerk", "go", "-f", str(spec), "--approve", "refund", env=env)
+    assert named.returncode == 0, named.stderr
+    assert 'approved by flag: refund {"amount": 12.5}' in named.stderr
+    assert _calls(tmp_path, "refund") == ["12.5"]
+    bare = run_agentfn("run", "clerk", "go", "-f", str(spec), "--approve", env=env)
+    assert bare.returncode == 0, bare.stderr
+    assert 'approved by flag: refund {"amount": 12.5}' in bare.stderr  # says what it approved
+
+
+class ChatServer(ThreadingHTTPServer):
+    """An OpenAI-compatible server on loopback that remembers every request."""
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _ChatHandler)
+        self.bodies: list[dict[str, Any]] = []
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class _ChatHandler(BaseHTTPRequestHandler):
+    server: ChatServer
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        self.server.bodies.append(body)
+        said = body["messages"][-1]["content"]
+        answer = {
+            "id": "c1",
+            "object": "chat.completion",
+            "model": "tiny",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": f"heard: {said}"},
+                }
+            ],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7},
+        }
+        data = json.dumps(answer).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture
+def chat() -> Iterator[ChatServer]:
+    server = ChatServer()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def _contents(body: dict[str, Any]) -> list[str]:
+    return [str(m.get("content")) for m in body["messages"] if m["role"] != "system"]
+
+
+def test_a_session_continues_in_a_new_process(tmp_path: Path, chat: ChatServer) -> None:
+    spec, env = _project(tmp_path, CHAT_SPEC % {"url": chat.url})
+    first = run_agentfn("run", "chat", "my name is Ada", "--session", "S", "-f", str(spec), env=env)
+    assert first.returncode == 0, first.stderr
+    second = run_agentfn(
+        "run", "chat", "what is my name?", "--session", "S", "-f", str(spec), env=env
+    )
+    assert second.returncode == 0, second.stderr
+    assert _contents(chat.bodies[0]) == ["my name is Ada"]
+    assert _contents(chat.bodies[1]) == [
+        "my name is Ada",
+        "heard: my name is Ada",
+        "what is my name?",
+    ]
+    other = run_agentfn("run", "chat", "hello", "--session", "T", "-f", str(spec), env=env)
+    assert other.returncode == 0, other.stderr
+    assert _contents(chat.bodies[2]) == ["hello"]  # another session: its own history
+
+    cleared = run_agentfn("local", "reset", "-f", str(spec), env=env)
+    assert cleared.returncode == 0 and "cleared" in cleared.stderr
+    again = run_agentfn("run", "chat", "still there?", "--session", "S", "-f", str(spec), env=env)
+    assert again.returncode == 0, again.stderr
+    assert _contents(chat.bodies[3]) == ["still there?"]
+
+
+def test_concurrent_processes_share_the_state_without_losing_a_run(
+    tmp_path: Path, chat: ChatServer
+) -> None:
+    spec, env = _project(tmp_path, CHAT_SPEC % {"url": chat.url})
+
+    def one(n: int) -> str:
+        done = run_agentfn(
+            "run", "chat", f"message {n}", "--session", f"S{n}", "-f", str(spec), "--json", env=env
+        )
+        assert done.returncode == 0, done.stderr
+        return str(json.loads(done.stdout)["run_id"])
+
+    with ThreadPoolExecutor(4) as pool:
+        run_ids = list(pool.map(one, range(4)))
+    for run_id in run_ids:  # every run is there, whole, seen from another process
+        status = run_agentfn("status", run_id, "-f", str(spec), "--json", env=env)
+        assert json.loads(status.stdout)["status"] == "succeeded", status.stderr
+    for n in range(4):  # and each session goes on from its own run
+        last = run_agentfn("run", "chat", "again", "--session", f"S{n}", "-f", str(spec), env=env)
+        assert last.returncode == 0, last.stderr
+        assert _contents(chat.bodies[-1]) == [f"message {n}", f"heard: message {n}", "again"]
+
+
+def test_a_torn_last_write_is_cut_off_and_the_rest_kept(tmp_path: Path, chat: ChatServer) -> None:
+    spec, env = _project(tmp_path, CHAT_SPEC % {"url": chat.url})
+    first = run_agentfn("run", "chat", "kept", "--session", "S", "-f", str(spec), env=env)
+    assert first.returncode == 0, first.stderr
+    log = tmp_path / ".agentfn" / "local" / "aws.log"
+    with open(log, "a") as torn:  # a process died in the middle of an append
+        torn.write('{"method":"POST","path":"/","qu')
+    second = run_agentfn("run", "chat", "after", "--session", "S", "-f", str(spec), env=env)
+    assert second.returncode == 0, second.stderr
+    assert _contents(chat.bodies[1])[0] == "kept"
+    assert all(json.loads(line) for line in log.read_text().splitlines())
