@@ -243,3 +243,47 @@ def test_a_torn_last_write_is_cut_off_and_the_rest_kept(tmp_path: Path, chat: Ch
     assert second.returncode == 0, second.stderr
     assert _contents(chat.bodies[1])[0] == "kept"
     assert all(json.loads(line) for line in log.read_text().splitlines())
+
+
+def test_on_a_terminal_each_pending_call_is_shown_then_asked(tmp_path: Path) -> None:
+    import pty
+    import select
+    import subprocess
+    import sys
+
+    from tests.helpers import ROOT
+
+    spec, env = _project(tmp_path, APPROVAL_SPEC)
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "infra.cli", "run", "clerk", "go", "-f", str(spec)],
+        cwd=ROOT,
+        env={**env, "PYTHONPATH": str(ROOT)},
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+    )
+    os.close(follower)
+    shown, answered = b"", False
+    while True:
+        ready, _, _ = select.select([leader], [], [], 60)
+        if not ready:
+            break
+        try:
+            piece = os.read(leader, 4096)
+        except OSError:
+            break
+        if not piece:
+            break
+        shown += piece
+        if not answered and b"Approve refund? [y/N]" in shown:
+            os.write(leader, b"y\n")
+            answered = True
+    assert process.wait(timeout=60) == 0, shown.decode()
+    os.close(leader)
+    text = shown.decode().replace("\r\n", "\n")
+    before = text[: text.index("Approve refund?")]
+    assert "• refund" in before and '"amount": 12.5' in before
+    assert "rule: clerk.approval[0]" in before
+    assert "Noted and refunded." in text
+    assert _calls(tmp_path, "refund") == ["12.5"]
