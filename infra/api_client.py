@@ -162,7 +162,10 @@ def describe(run: dict[str, Any]) -> str:
         lines.append(f"waiting for approval: {pending.get('tool_name')} {inputs}")
         lines.append(f"  tool_call_id {pending.get('tool_call_id')}")
     if run.get("status") == "awaiting_approval":
-        lines.append(f"decide: agentfn approve {run.get('run_id')} [--deny] [--reason …]")
+        lines.append(
+            f"decide: agentfn approve {run.get('run_id')} [--tool-call-id ID] [--edit JSON] "
+            "[--deny] [--reason …]"
+        )
     if run.get("status") == "running":
         lines.append(f"follow: agentfn events {run.get('run_id')} --follow")
     clarification = run.get("clarification")

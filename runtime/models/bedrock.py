@@ -200,10 +200,8 @@ class BedrockConverseModel:
         return params
 
     async def request(self, request: ModelRequest) -> ModelResponse:
-        from botocore.exceptions import ClientError, HTTPClientError
+        from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
         from botocore.exceptions import ConnectionError as BotoConnectionError
-
-        from botocore.exceptions import BotoCoreError
 
         try:
             client = self._bedrock()
