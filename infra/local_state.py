@@ -110,7 +110,7 @@ def _read_body(environ: dict[str, Any]) -> bytes:
     return b""
 
 
-def _body_field(body: bytes) -> dict[str, str]:
+def body_field(body: bytes) -> dict[str, str]:
     """A request's body as text where it is text (DynamoDB's JSON: the log stays readable),
     else as base64."""
     try:
@@ -131,6 +131,7 @@ class RequestLog:
         self._lock_file = open(directory / "lock", "a+")  # noqa: SIM115 - held for the process
         self._threads = threading.Lock()
         self._offset = 0
+        self._inode: int | None = None  # the log file read so far (compaction replaces it)
         self.replayed = 0  # requests replayed from the log (other processes' and earlier ones)
 
     def close(self) -> None:
@@ -148,11 +149,20 @@ class RequestLog:
     def catch_up(self) -> None:
         """Replay what was appended since this process last read the log (lock held)."""
         try:
-            size = os.stat(self.path).st_size
+            status = os.stat(self.path)
         except FileNotFoundError:
-            size = 0
-        if size < self._offset:  # `agentfn local reset` cleared it under a live process
-            raise RuntimeError(f"{self.path} was cleared while this process used it")
+            if self._offset:  # `agentfn local reset` cleared it under a live process
+                raise RuntimeError(f"{self.path} was cleared while this process used it") from None
+            return
+        size = status.st_size
+        if self._inode is not None and status.st_ino != self._inode:
+            from infra.local_snapshot import empty_backends
+
+            empty_backends()  # another process compacted the log: start again from it
+            self._offset = 0
+        self._inode = status.st_ino
+        if size < self._offset:
+            raise RuntimeError(f"{self.path} shrank while this process used it")
         if size == self._offset:
             return
         with open(self.path, "rb") as log:
@@ -189,9 +199,21 @@ class RequestLog:
         for _ in self.app(environ, lambda status, headers, exc_info=None: None):
             pass
 
+    def compact_if_large(self) -> bool:
+        """Rewrite a large log as a snapshot of what it built (lock held, caught up)."""
+        from infra.local_snapshot import COMPACT_AFTER, write_snapshot
+
+        if self._offset < COMPACT_AFTER:
+            return False
+        self._offset = write_snapshot(self.path)
+        self._inode = os.stat(self.path).st_ino
+        return True
+
     def _append(self, record: dict[str, Any]) -> None:
         line = (json.dumps(record, separators=(",", ":")) + "\n").encode()
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        if self._inode is None:
+            self._inode = os.fstat(fd).st_ino
         try:
             os.write(fd, line)
             os.fsync(fd)
@@ -228,7 +250,7 @@ class RequestLog:
                         "path": environ.get("PATH_INFO", "/"),
                         "query": environ.get("QUERY_STRING", ""),
                         "headers": headers,
-                        **_body_field(body),
+                        **body_field(body),
                     }
                 )
         return output
@@ -263,6 +285,7 @@ class LocalAwsServer:
         default_user_config["stepfunctions"] = {"execute_state_machine": True}
         with self.log.locked():
             self.log.catch_up()
+            self.log.compact_if_large()
         self.thread.start()
 
     def stop(self) -> None:

@@ -287,3 +287,83 @@ def test_on_a_terminal_each_pending_call_is_shown_then_asked(tmp_path: Path) -> 
     assert "rule: clerk.approval[0]" in before
     assert "Noted and refunded." in text
     assert _calls(tmp_path, "refund") == ["12.5"]
+
+
+COMPACT = """\
+import sys
+from pathlib import Path
+import infra.local_snapshot as snapshot
+from infra.local_state import LocalAwsServer
+snapshot.COMPACT_AFTER = 0
+server = LocalAwsServer(Path(sys.argv[1]))
+server.start()
+server.stop()
+"""
+
+
+def test_a_compacted_log_keeps_every_run_and_session(tmp_path: Path, chat: ChatServer) -> None:
+    """Past its size limit the log is rewritten as a snapshot (tables, items in batches,
+    objects) when a process opens it: the runs, their results and the sessions go on."""
+    import subprocess
+    import sys
+
+    from tests.helpers import ROOT
+
+    spec, env = _project(tmp_path, CHAT_SPEC % {"url": chat.url})
+    first = run_agentfn("run", "chat", "one", "--session", "S", "-f", str(spec), "--json", env=env)
+    assert first.returncode == 0, first.stderr
+    run_id = json.loads(first.stdout)["run_id"]
+    log = tmp_path / ".agentfn" / "local" / "aws.log"
+    lines = len(log.read_text().splitlines())
+    subprocess.run(
+        [sys.executable, "-c", COMPACT, str(log.parent)],
+        cwd=ROOT,
+        env={**env, "PYTHONPATH": str(ROOT)},
+        check=True,
+        timeout=120,
+    )
+    compacted = log.read_text().splitlines()
+    assert 0 < len(compacted) < lines
+    assert any("DynamoDB_20120810.BatchWriteItem" in line for line in compacted)
+    status = run_agentfn("status", run_id, "-f", str(spec), "--json", env=env)
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout)["result"] == "heard: one"
+    second = run_agentfn("run", "chat", "two", "--session", "S", "-f", str(spec), env=env)
+    assert second.returncode == 0, second.stderr
+    assert _contents(chat.bodies[-1]) == ["one", "heard: one", "two"]
+
+
+def test_a_process_sees_the_log_compacted_under_it(tmp_path: Path) -> None:
+    """A process that had the state open when another compacted it starts again from the
+    new log: what it held before is still there, and its next write lands in the new log."""
+    import subprocess
+    import sys
+
+    from infra.local import local_aws
+    from infra.local_snapshot import empty_backends
+    from tests.helpers import ROOT
+
+    directory = tmp_path / "state"
+    with local_aws(directory) as clients:
+        table = clients.table
+        clients.dynamodb.put_item(TableName=table, Item={"pk": {"S": "a"}, "sk": {"S": "1"}})
+        blob = bytes(range(256)) * 4  # not text: kept as base64
+        clients.s3.put_object(
+            Bucket=clients.bucket, Key="runs/x/out", Body=blob, ContentType="application/x-raw"
+        )
+        subprocess.run(
+            [sys.executable, "-c", COMPACT, str(directory)],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            check=True,
+            timeout=120,
+        )
+        got = clients.dynamodb.get_item(TableName=table, Key={"pk": {"S": "a"}, "sk": {"S": "1"}})
+        assert got["Item"]["pk"] == {"S": "a"}
+        clients.dynamodb.put_item(TableName=table, Item={"pk": {"S": "b"}, "sk": {"S": "2"}})
+    empty_backends()  # as a new process starts: from the log alone
+    with local_aws(directory) as clients:
+        keys = clients.dynamodb.scan(TableName=clients.table)["Items"]
+        assert sorted(k["pk"]["S"] for k in keys) == ["a", "b"]
+        kept = clients.s3.get_object(Bucket=clients.bucket, Key="runs/x/out")
+        assert kept["Body"].read() == blob and kept["ContentType"] == "application/x-raw"
