@@ -5,9 +5,11 @@ Where: `.agentfn/local/` beside the spec (git-ignored), or `$AGENTFN_STATE_DIR`.
 
 How it is made durable: a write-ahead log of requests. Every DynamoDB or S3 request that
 changes state and succeeds is appended to `aws.log` (one JSON line: method, path, query,
-headers, body) and fsync'd before its answer goes back, so a run's commit that the engine
-saw succeed is on disk; a process that crashes mid-append leaves a torn last line, which
-the next reader cuts off (its request never answered, so nothing relied on it). At start,
+headers, body) before its answer goes back, so a run's commit that the engine saw succeed
+survives the process (even kill -9); it reaches the disk within SYNC_SECONDS, or before
+the answer with AGENTFN_LOCAL_SYNC=full (see SYNC_ENV). A writer that dies mid-append
+leaves a torn last line, which the next reader cuts off (its request was never answered,
+so nothing relied on it). A log past a few MB is compacted (infra.local_snapshot). At start,
 and before every later DynamoDB/S3 request, the lines other processes appended since are
 replayed into this process's moto, in order: moto answers the same requests the same way,
 so every process holds the same table.
@@ -28,6 +30,7 @@ import os
 import re
 import shutil
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from io import BytesIO
@@ -35,6 +38,12 @@ from pathlib import Path
 from typing import Any
 
 STATE_DIR_ENV = "AGENTFN_STATE_DIR"
+#: `full`: every logged write reaches the disk before it is answered (a machine crash loses
+#: nothing; each write then waits for the disk, about 10 ms). Otherwise, as SQLite's WAL
+#: with synchronous=NORMAL: every write is in the kernel before it is answered (a crash of
+#: agentfn, even kill -9, loses nothing) and on the disk within SYNC_SECONDS.
+SYNC_ENV = "AGENTFN_LOCAL_SYNC"
+SYNC_SECONDS = 1.0
 LOG_NAME = "aws.log"
 HOST = "127.0.0.1"
 _SERVICE = re.compile(r"Credential=[^/]*/[^/]*/[^/]*/([^/]+)/")
@@ -54,6 +63,15 @@ _DYNAMODB_WRITES = frozenset(
 )
 #: Request headers kept with a logged request: what moto reads to answer it again.
 _ENVIRON_KEYS = ("CONTENT_TYPE",)
+#: Headers moto does not read (the SDK's bookkeeping): left out of the log.
+_UNREAD_HEADERS = frozenset(
+    {
+        "HTTP_USER_AGENT",
+        "HTTP_AMZ_SDK_INVOCATION_ID",
+        "HTTP_AMZ_SDK_REQUEST",
+        "HTTP_ACCEPT_ENCODING",
+    }
+)
 
 
 def state_dir(spec_file: str | Path) -> Path:
@@ -132,9 +150,13 @@ class RequestLog:
         self._threads = threading.Lock()
         self._offset = 0
         self._inode: int | None = None  # the log file read so far (compaction replaces it)
+        self._full_sync = os.environ.get(SYNC_ENV, "").lower() == "full"
+        self._synced_at = time.monotonic()
+        self._unsynced = False
         self.replayed = 0  # requests replayed from the log (other processes' and earlier ones)
 
     def close(self) -> None:
+        self.sync()
         self._lock_file.close()
 
     @contextmanager
@@ -215,11 +237,26 @@ class RequestLog:
         if self._inode is None:
             self._inode = os.fstat(fd).st_ino
         try:
-            os.write(fd, line)
-            os.fsync(fd)
+            os.write(fd, line)  # in the kernel before the answer: a crashed process loses nothing
+            now = time.monotonic()
+            if self._full_sync or now - self._synced_at >= SYNC_SECONDS:
+                os.fdatasync(fd)  # on the disk: a crashed machine loses at most SYNC_SECONDS
+                self._synced_at, self._unsynced = now, False
+            else:
+                self._unsynced = True
         finally:
             os.close(fd)
         self._offset += len(line)
+
+    def sync(self) -> None:
+        """Put what was appended since the last sync on the disk."""
+        if self._unsynced and self.path.exists():
+            fd = os.open(self.path, os.O_WRONLY)
+            try:
+                os.fdatasync(fd)
+            finally:
+                os.close(fd)
+            self._unsynced = False
 
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
@@ -242,7 +279,11 @@ class RequestLog:
             self.catch_up()
             output = list(self.app(environ, capture))
             if _mutates(service, environ) and answered and answered[0][:1] == "2":
-                headers = {k: v for k, v in environ.items() if k.startswith("HTTP_")}
+                headers = {
+                    k: v
+                    for k, v in environ.items()
+                    if k.startswith("HTTP_") and k not in _UNREAD_HEADERS
+                }
                 headers.update({k: environ[k] for k in _ENVIRON_KEYS if k in environ})
                 self._append(
                     {

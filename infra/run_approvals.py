@@ -45,10 +45,15 @@ def _describe_rule(spec: AgentfnSpec, agent: str, index: int, what: str) -> str:
     )
 
 
+def undecided(head: Any) -> list[Any]:
+    """The pending calls no one has decided yet (a run waits until every one is)."""
+    return [p for p in head.pending_approval if p.tool_call_id not in head.decisions]
+
+
 def pending_lines(spec: AgentfnSpec, head: Any) -> list[str]:
-    """Each pending call of a waiting run: tool, arguments, rule, tool call id."""
+    """Each undecided call of a waiting run: tool, arguments, rule, tool call id."""
     lines = [f"⏸ run {head.run_id} ({head.active_agent}) waits for approval:"]
-    for pending in head.pending_approval:
+    for pending in undecided(head):
         arguments = json.dumps(pending.inputs, indent=2, ensure_ascii=False)
         lines.append(f"  • {pending.tool_name}  (tool call {pending.tool_call_id})")
         lines.append("    arguments: " + arguments.replace("\n", "\n    "))
@@ -79,7 +84,7 @@ def decide_from_flags(engine: Any, head: Any, args: argparse.Namespace) -> list[
     """Decide the pending calls the flags name; the lines saying what was decided."""
     names = wanted(args)
     said: list[str] = []
-    for pending in list(head.pending_approval):
+    for pending in undecided(head):
         if args.deny:
             approved = False
         elif EVERY_CALL in names or pending.tool_name in names:
@@ -102,7 +107,7 @@ def decide_from_flags(engine: Any, head: Any, args: argparse.Namespace) -> list[
 def ask(engine: Any, spec: AgentfnSpec, head: Any) -> bool:
     """On a terminal: show every pending call, then ask for each. False: stdin closed."""
     print("\n".join(pending_lines(spec, head)), file=sys.stderr, flush=True)
-    for pending in list(head.pending_approval):
+    for pending in undecided(head):
         try:
             answer = input(f"Approve {pending.tool_name}? [y/N] ").strip().lower()
         except EOFError:

@@ -116,6 +116,7 @@ def _waiting_run(workflows: Any, view: dict[str, Any]) -> Any:
 
 def _decide(workflows: Any, head: Any, args: argparse.Namespace, replies: list[str]) -> bool:
     """Decide a step run's wait from the flags, or by asking on a terminal."""
+    from infra.run_approvals import EVERY_CALL, undecided
     from infra.run_cli import _answer
 
     runs = workflows.runs
@@ -125,12 +126,26 @@ def _decide(workflows: Any, head: Any, args: argparse.Namespace, replies: list[s
             return False
         runs.reply(head.run_id, answer, by="cli")
         return True
-    if args.approve or args.deny:
-        runs.approve(head.run_id, bool(args.approve), reason=args.reason, by="cli")
+    decided = False
+    for pending in undecided(head):  # --approve [TOOL] / --deny, saying what each decided
+        names = args.approve or []
+        if args.deny or EVERY_CALL in names or pending.tool_name in names:
+            runs.approve(
+                head.run_id,
+                not args.deny,
+                tool_call_id=pending.tool_call_id,
+                reason=args.reason,
+                by="cli",
+            )
+            verb = "denied" if args.deny else "approved"
+            inputs = json.dumps(pending.inputs, ensure_ascii=False)
+            print(f"  {verb} by flag: {pending.tool_name} {inputs}", file=sys.stderr)
+            decided = True
+    if decided:
         return True
     if not sys.stdin.isatty():
         return False
-    for pending in head.pending_approval:
+    for pending in undecided(head):
         inputs = json.dumps(pending.inputs, ensure_ascii=False)
         answer = input(f"[{head.agent}] approve {pending.tool_name} {inputs}? [y/N] ")
         runs.approve(

@@ -16,6 +16,14 @@ from runtime.spec.tools import LambdaTool
 from runtime.tools.base import FunctionTool, RichOutput, ToolContext, ToolError
 from runtime.tools.threads import DEFAULT_PARALLELISM, pool, run_blocking
 
+#: What a local run lacks when boto3 cannot even sign the invoke (by botocore's error name).
+_HINTS = {
+    "NoRegionError": " (set AWS_REGION or AWS_DEFAULT_REGION)",
+    "NoCredentialsError": (
+        " (set AWS_PROFILE to a configured profile, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)"
+    ),
+}
+
 
 def lambda_tool(
     name: str,
@@ -41,7 +49,8 @@ def lambda_tool(
                 Payload=json.dumps(payload).encode(),
             )
         except Exception as exc:  # botocore errors: throttling, missing function, access
-            raise ToolError(f"could not invoke {name}: {type(exc).__name__}: {exc}") from None
+            hint = _HINTS.get(type(exc).__name__, "")
+            raise ToolError(f"could not invoke {name}: {type(exc).__name__}: {exc}{hint}") from None
         body = answer["Payload"].read().decode("utf-8", errors="replace")
         try:
             result: Any = json.loads(body) if body else None

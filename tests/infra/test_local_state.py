@@ -367,3 +367,71 @@ def test_a_process_sees_the_log_compacted_under_it(tmp_path: Path) -> None:
         assert sorted(k["pk"]["S"] for k in keys) == ["a", "b"]
         kept = clients.s3.get_object(Bucket=clients.bucket, Key="runs/x/out")
         assert kept["Body"].read() == blob and kept["ContentType"] == "application/x-raw"
+
+
+HANGING_TOOLS = (
+    COUNTING_TOOLS
+    + """
+
+def hang() -> str:
+    import time
+
+    (HERE / "hang.started").write_text("")
+    time.sleep(120)
+    return "never"
+"""
+)
+
+KILLED_SPEC = """\
+version: 1
+models:
+  m:
+    provider: scripted
+    script:
+      - {tool_calls: [{name: note, arguments: {text: kept}}]}
+      - {tool_calls: [{name: hang, arguments: {}}]}
+      - {text: "unreached"}
+tools:
+  note: {type: python, handler: "tools.counting_ops:note", description: Take a note.}
+  hang: {type: python, handler: "tools.counting_ops:hang", description: Hangs., timeout: 5m}
+agents:
+  slow:
+    description: Notes, then hangs.
+    model: m
+    tools: [note, hang]
+"""
+
+
+def test_a_killed_run_keeps_every_turn_it_committed(tmp_path: Path) -> None:
+    """kill -9 in the middle of a run: what the engine committed before is in the state."""
+    import re
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.helpers import ROOT
+
+    spec, env = _project(tmp_path, KILLED_SPEC)
+    (tmp_path / "tools" / "counting_ops.py").write_text(HANGING_TOOLS)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "infra.cli", "run", "slow", "go", "-f", str(spec)],
+        cwd=ROOT,
+        env={**env, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 90
+    while not (tmp_path / "hang.started").exists():
+        assert time.monotonic() < deadline and process.poll() is None, "the run never hung"
+        time.sleep(0.1)
+    process.send_signal(signal.SIGKILL)
+    process.wait(30)
+    log = (tmp_path / ".agentfn" / "local" / "aws.log").read_text()
+    run_id = re.search(r"run_started\W+at\W+[0-9.]+\W+run_id\W+([0-9a-f]{32})", log)
+    assert run_id is not None
+    events = run_agentfn("events", run_id.group(1), "-f", str(spec), env=env)
+    assert events.returncode == 0, events.stderr
+    assert "✓ note" in events.stdout  # the first turn's tool result, committed before the kill
+    assert _calls(tmp_path, "note") == ["kept"]
