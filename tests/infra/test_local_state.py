@@ -435,3 +435,30 @@ def test_a_killed_run_keeps_every_turn_it_committed(tmp_path: Path) -> None:
     assert events.returncode == 0, events.stderr
     assert "✓ note" in events.stdout  # the first turn's tool result, committed before the kill
     assert _calls(tmp_path, "note") == ["kept"]
+
+
+def test_a_question_is_answered_and_a_waiting_run_cancelled_from_another_process(
+    tmp_path: Path,
+) -> None:
+    from tests.helpers import DEMO_SPEC
+
+    env = {**os.environ, "AGENTFN_STATE_DIR": str(tmp_path / "state")}
+    env.pop("AGENTFN_URL", None)
+    asked = run_agentfn("run", "triage", "where is my order?", env=env)
+    assert asked.returncode == 3, asked.stderr
+    run_id = asked.stderr.split("agentfn reply ")[1].split()[0]
+    answered = run_agentfn("reply", run_id, "ORD-1002", "-f", str(DEMO_SPEC), env=env)
+    assert answered.returncode == 0, answered.stderr
+    assert "milk jug" in answered.stdout
+
+    (tmp_path / "p").mkdir()
+    spec, own = _project(tmp_path / "p", APPROVAL_SPEC)
+    waiting = run_agentfn("run", "clerk", "go", "-f", str(spec), env=own)
+    assert waiting.returncode == 3, waiting.stderr
+    waiting_id = waiting.stderr.split("agentfn approve ")[1].split()[0]
+    cancelled = run_agentfn("cancel", waiting_id, "-f", str(spec), "--json", env=own)
+    assert cancelled.returncode == 0, cancelled.stderr
+    assert json.loads(cancelled.stdout)["status"] == "cancelled"
+    again = run_agentfn("approve", waiting_id, "-f", str(spec), env=own)
+    assert again.returncode == 1 and "cancelled" in again.stderr
+    assert _calls(tmp_path / "p", "refund") == []
