@@ -68,7 +68,12 @@ class Client:
                 trust_env=not _is_local(self.url),  # no proxy between us and loopback
             )
         except httpx.ConnectError as exc:
-            hint = " (is `agentfn dev` running?)" if _is_local(self.url) else ""
+            hint = (
+                " (is `agentfn dev` running? A run that `agentfn run` left is read from the "
+                ".agentfn/local/ beside its spec: give that spec with -f)"
+                if _is_local(self.url)
+                else ""
+            )
             raise ApiError(f"cannot reach {self.url}{hint}: {exc}") from exc
         except httpx.TimeoutException as exc:
             raise ApiError(f"{method} {url}: no answer within {self.timeout:g} s") from exc

@@ -79,7 +79,15 @@ def stack_clients(spec_file: str, offline: bool) -> Iterator[Any]:
             else:
                 os.environ[_IGNORE_ENDPOINTS] = saved
         return
-    with local_aws(state_dir(spec_file)) as clients:
+    directory = state_dir(spec_file)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SystemExit(
+            f"agentfn: cannot keep the local state in {directory}: {exc.strerror}; set "
+            "AGENTFN_STATE_DIR to a writable directory, or run with --offline"
+        ) from None
+    with local_aws(directory) as clients:
         yield clients
 
 
