@@ -1,8 +1,8 @@
 """`agentfn status | events | approve | reply | cancel | start`: the HTTP API from a terminal.
 
-A run that `agentfn run` left waiting is answered from its local state, without a server,
-when no `--url` is given (infra.local_runs). Otherwise they talk to any agentfn API:
-`agentfn dev` (the default URL) or a deployed stage
+A run `agentfn run` left is answered from its local state, with no server, when no `--url`
+is given (infra.local_runs). Otherwise they talk to any agentfn API: `agentfn dev` (the
+default URL) or a deployed stage
 (`--url https://….execute-api.REGION.amazonaws.com/Prod`, with `--sigv4` when the API uses
 IAM auth; credentials come from the environment, as for the AWS CLI).
 
@@ -68,12 +68,8 @@ class Client:
                 trust_env=not _is_local(self.url),  # no proxy between us and loopback
             )
         except httpx.ConnectError as exc:
-            hint = (
-                " (is `agentfn dev` running? A run that `agentfn run` left is read from the "
-                ".agentfn/local/ beside its spec: give that spec with -f)"
-                if _is_local(self.url)
-                else ""
-            )
+            local = _is_local(self.url)
+            hint = " (is `agentfn dev` running? or -f the spec `agentfn run` ran)" if local else ""
             raise ApiError(f"cannot reach {self.url}{hint}: {exc}") from exc
         except httpx.TimeoutException as exc:
             raise ApiError(f"{method} {url}: no answer within {self.timeout:g} s") from exc
@@ -318,12 +314,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--region", help="the API's region for --sigv4 (default: from the URL)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
     parser.add_argument("--json", action="store_true", help="print the API's JSON answer")
-    parser.add_argument(
-        "-f",
-        "--file",
-        default="agents.yaml",
-        help="the spec whose local state (left by `agentfn run`) is read when no --url is given",
-    )
+    help_file = "the spec whose local state (`agentfn run`'s) is read when no --url is given"
+    parser.add_argument("-f", "--file", default="agents.yaml", help=help_file)
 
 
 def add_parsers(sub: Any) -> None:
@@ -384,13 +376,11 @@ _LOCAL = {"status", "events", "approve", "reply", "cancel"}
 def _entry(command: Any) -> Any:
     def run(args: argparse.Namespace) -> int:
         try:
-            if args.command in _LOCAL:
-                from infra.local_runs import run_local, wants_local
+            if args.command in _LOCAL:  # a run `agentfn run` kept (infra.local_runs)?
+                from infra.local_runs import answer_locally
 
-                if wants_local(args):
-                    code = run_local(args.command, args)
-                    if code is not None:
-                        return code
+                if (code := answer_locally(args)) is not None:
+                    return code
             client = Client(args.url, sigv4=args.sigv4, region=args.region, timeout=args.timeout)
             return int(command(client, args))
         except UsageError as exc:

@@ -100,6 +100,11 @@ def wants_local(args: argparse.Namespace) -> bool:
     return (state_dir(args.file) / LOG_NAME).exists()
 
 
+def answer_locally(args: argparse.Namespace) -> int | None:
+    """The command answered from the local state, or None (then over HTTP, as before)."""
+    return run_local(args.command, args) if wants_local(args) else None
+
+
 def run_local(name: str, args: argparse.Namespace) -> int | None:
     """The command answered from the local state; None when the run is not there (the
     caller then asks `agentfn dev` as before)."""
