@@ -34,6 +34,26 @@ def lambda_tool(
     """`client` returns a boto3 Lambda client (created on first use, reused after); the
     invoke blocks, in `threads` (the agent's pool, runtime.tools.threads)."""
     executor = threads or pool("", DEFAULT_PARALLELISM)
+    region = config.function_arn.split(":")[3]
+    regional: list[Any] = []  # a client of the function's own region, made once if needed
+
+    def in_region() -> Any:
+        """Lambda answers an ARN only in its own region: the given client when it is there,
+        else one made for that region (with the same credentials chain and endpoints)."""
+        if regional:
+            return regional[0]
+        try:
+            given = client()
+        except Exception as exc:  # no default region: the ARN names one
+            if type(exc).__name__ != "NoRegionError":
+                raise
+            given = None
+        if given is not None and given.meta.region_name == region:
+            return given
+        import boto3
+
+        regional.append(boto3.client("lambda", region_name=region))
+        return regional[0]
 
     def invoke(arguments: dict[str, Any], ctx: ToolContext) -> Any:
         payload = {
@@ -43,7 +63,7 @@ def lambda_tool(
             "run_id": ctx.run_id,
         }
         try:
-            answer = client().invoke(
+            answer = in_region().invoke(
                 FunctionName=config.function_arn,
                 InvocationType="RequestResponse",
                 Payload=json.dumps(payload).encode(),

@@ -135,7 +135,7 @@ def _user_env(url: str, home: Path) -> dict[str, str]:
             "HOME": str(home),
             "AWS_ACCESS_KEY_ID": "AKIAUSERSOWNKEY00000",
             "AWS_SECRET_ACCESS_KEY": "users-own-secret",
-            "AWS_REGION": "eu-west-1",
+            "AWS_REGION": "us-west-2",
             "AWS_CONFIG_FILE": str(home / "none"),
             "AWS_SHARED_CREDENTIALS_FILE": str(home / "none"),
             "AWS_EC2_METADATA_DISABLED": "true",
@@ -182,9 +182,11 @@ def test_bedrock_lambda_tools_and_secrets_leave_the_embedded_aws_the_runs_table_
     assert json.loads(secret["body"])["SecretId"] == "prod/crm-token"
     (crm,) = [r for r in recorder.requests if r["path"].startswith("/crm")]
     assert crm["headers"]["authorization"] == "Bearer tok-123"
-    for request in (*converse, invoke, secret):  # signed by the user, in the user's region
+    for request in (*converse, secret):  # signed by the user, in the user's region
         scope = request["headers"]["authorization"]
-        assert "Credential=AKIAUSERSOWNKEY00000/" in scope and "/eu-west-1/" in scope, scope
+        assert "Credential=AKIAUSERSOWNKEY00000/" in scope and "/us-west-2/" in scope, scope
+    scope = invoke["headers"]["authorization"]  # a function is called in its ARN's region
+    assert "Credential=AKIAUSERSOWNKEY00000/" in scope and "/eu-west-1/" in scope, scope
 
     # The stack's own resources stayed home: no DynamoDB or S3 request reached the
     # endpoint the user's environment names, and the runs are in the local state.
