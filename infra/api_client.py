@@ -1,6 +1,8 @@
 """`agentfn status | events | approve | reply | cancel | start`: the HTTP API from a terminal.
 
-They talk to any agentfn API: `agentfn dev` (the default URL) or a deployed stage
+A run `agentfn run` left is answered from its local state, with no server, when no `--url`
+is given (infra.local_runs). Otherwise they talk to any agentfn API: `agentfn dev` (the
+default URL) or a deployed stage
 (`--url https://….execute-api.REGION.amazonaws.com/Prod`, with `--sigv4` when the API uses
 IAM auth; credentials come from the environment, as for the AWS CLI).
 
@@ -70,7 +72,8 @@ class Client:
                 trust_env=not _is_local(self.url),  # no proxy between us and loopback
             )
         except httpx.ConnectError as exc:
-            hint = " (is `agentfn dev` running?)" if _is_local(self.url) else ""
+            local = _is_local(self.url)
+            hint = " (is `agentfn dev` running? or -f the spec `agentfn run` ran)" if local else ""
             raise ApiError(f"cannot reach {self.url}{hint}: {exc}") from exc
         except httpx.TimeoutException as exc:
             raise ApiError(f"{method} {url}: no answer within {self.timeout:g} s") from exc
@@ -164,7 +167,10 @@ def describe(run: dict[str, Any]) -> str:
         lines.append(f"waiting for approval: {pending.get('tool_name')} {inputs}")
         lines.append(f"  tool_call_id {pending.get('tool_call_id')}")
     if run.get("status") == "awaiting_approval":
-        lines.append(f"decide: agentfn approve {run.get('run_id')} [--deny] [--reason …]")
+        lines.append(
+            f"decide: agentfn approve {run.get('run_id')} [--tool-call-id ID] [--edit JSON] "
+            "[--deny] [--reason …]"
+        )
     if run.get("status") == "running":
         lines.append(f"follow: agentfn events {run.get('run_id')} --follow")
     clarification = run.get("clarification")
@@ -323,6 +329,8 @@ def _common(
     parser.add_argument("--region", help="the API's region for --sigv4 (default: from the URL)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
     parser.add_argument("--json", action="store_true", help=json_help)
+    help_file = "the spec whose local state (`agentfn run`'s) is read when no --url is given"
+    parser.add_argument("-f", "--file", default="agents.yaml", help=help_file)
 
 
 def add_parsers(sub: Any) -> None:
@@ -377,9 +385,18 @@ def add_parsers(sub: Any) -> None:
     _common(p)
 
 
+#: Commands that also answer from `agentfn run`'s local state (infra.local_runs).
+_LOCAL = {"status", "events", "approve", "reply", "cancel"}
+
+
 def _entry(command: Any) -> Any:
     def run(args: argparse.Namespace) -> int:
         try:
+            if args.command in _LOCAL:  # a run `agentfn run` kept (infra.local_runs)?
+                from infra.local_runs import answer_locally
+
+                if (code := answer_locally(args)) is not None:
+                    return code
             client = Client(args.url, sigv4=args.sigv4, region=args.region, timeout=args.timeout)
             return int(command(client, args))
         except UsageError as exc:

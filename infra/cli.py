@@ -243,6 +243,18 @@ def _add_env(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def cmd_local(args: argparse.Namespace) -> int:
+    """`agentfn local reset`: forget the runs `agentfn run` kept beside the spec."""
+    from infra.local_state import reset, state_dir
+
+    where = state_dir(args.file)
+    if reset(where):
+        _err(f"cleared the local state in {where}")
+    else:
+        _err(f"no local state in {where}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="agentfn", description="Serverless AI agents from agents.yaml."
@@ -288,12 +300,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("database", nargs="*", help="aurora databases (default: all of them)")
     p.set_defaults(func=cmd_db_grants)
 
-    p = sub.add_parser("run", help="run an agent or a workflow on the embedded AWS (moto)")
+    p = sub.add_parser("run", help="run an agent or a workflow on the embedded AWS (local state)")
     from infra.run_cli import add_arguments
 
     add_arguments(p)
     _add_env(p)
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("local", help="the local state `agentfn run` keeps (.agentfn/local/)")
+    p.add_argument("action", choices=["reset"], help="reset: forget every run kept there")
+    p.add_argument("-f", "--file", default=DEFAULT_SPEC)
+    p.set_defaults(func=cmd_local)
 
     # -- agentfn dev and the HTTP API commands (infra/dev_server.py, infra/api_client.py) --
     from infra.api_client import add_parsers as add_api_parsers

@@ -87,8 +87,6 @@ class EmbeddedStack:
     def __post_init__(self) -> None:
         import logging
 
-        import boto3
-
         # moto's interpreter logs every Fail state it reaches (a failed run, a failed
         # workflow: outcomes, not faults) as an ERROR with the whole parsed state machine.
         logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)
@@ -96,8 +94,8 @@ class EmbeddedStack:
         import handlers.step
         import handlers.workflow
 
-        sfn = self.clients.guard(boto3.client("stepfunctions", region_name=LOCAL_REGION))
-        events = self.clients.guard(boto3.client("events", region_name=LOCAL_REGION))
+        sfn = self.clients.make("stepfunctions")
+        events = self.clients.make("events")
         existing = {m["name"] for m in sfn.list_state_machines()["stateMachines"]}
         for agent, definition in definitions(self.spec, self.template_path).items():
             text = json.dumps(definition).replace("${AgentFunctionArn}", function_arn(agent))
@@ -117,11 +115,16 @@ class EmbeddedStack:
         # As deployed: the API and each agent's function are different processes with their
         # own engines (lease owners), sharing only the store; an agent's function runs only
         # its own agent's code (a handoff moves the run to the next agent's function).
+        # In process (moto for everything), Lambda tools are moto's functions too; on the
+        # local server (infra.local.local_aws) only the stack's own functions are
+        # emulated, and a tool's function, named by its ARN, is the user's, in real AWS.
+        tools_lambda = (lambda: self.clients.lambda_) if self.clients.endpoint is None else None
+
         def service(scope: str | None) -> RunService:
             engine = Engine(
                 self.spec,
                 self.clients.store(),
-                lambda_client=lambda: self.clients.lambda_,
+                lambda_client=tools_lambda,
                 scope=scope,
                 **self.engine_options,
             )

@@ -1,8 +1,18 @@
-"""The embedded AWS: moto's DynamoDB and S3 in process, shaped exactly like the template.
+"""The embedded AWS: the stack's own resources on moto, shaped exactly like the template.
 
-`agentfn run` uses it by default, so a run needs no AWS account and no network. The table is
-created from the same properties `agentfn build` puts in template.yaml, so local and
-deployed state share one layout. `--aws` swaps in real clients with the same code path.
+Two forms, one layout (the table is created from the same properties `agentfn build` puts in
+template.yaml, so local and deployed state agree):
+
+- `local_aws(directory)`, what `agentfn run` uses: moto's server on loopback, kept on disk
+  (infra.local_state). Only the stack's own clients (the runs table, the idempotency table,
+  the bucket, the state machines, EventBridge, the stack's own functions) are pointed at
+  it, each with its own endpoint and dummy credentials; the process's environment is left
+  alone, so everything else (Bedrock, Lambda tools by ARN, knowledge bases, secrets, the
+  RDS Data API) goes to real AWS with the user's own credentials, profile and region.
+- `embedded_aws()`, `--offline` and the tests: moto in process for every AWS call, with
+  dummy credentials that can never reach a real account, gone with the process.
+
+`--aws` swaps in real clients for a deployed stack with the same code path.
 """
 
 from __future__ import annotations
@@ -10,8 +20,9 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from infra.sam.data import idempotency_table_resource, table_resource
@@ -65,6 +76,11 @@ class AwsClients:
     bucket: str
     lambda_: Any = None
     stopped: threading.Event | None = None  # set when the embedded AWS behind these stops
+    endpoint: str | None = None  # the local moto server's URL (None: moto in process)
+
+    def make(self, service: str) -> Any:
+        """A client of the embedded AWS for one of the stack's own services."""
+        return self.guard(stack_client(service, self.endpoint))
 
     def store(self) -> DynamoStore:
         return DynamoStore(self.dynamodb, self.table, S3Blobs(self.s3, self.bucket))
@@ -85,9 +101,31 @@ class AwsClients:
         return client
 
 
+def stack_client(service: str, endpoint: str | None) -> Any:
+    """A boto3 client for the embedded stack: with `endpoint`, that server's, with its own
+    dummy credentials and region (whatever the environment says: AWS_PROFILE,
+    AWS_ENDPOINT_URL_* and the user's keys are for real AWS); else moto in process."""
+    import boto3
+
+    if endpoint is None:
+        return boto3.client(service, region_name=LOCAL_REGION)
+    from botocore.config import Config
+
+    return boto3.client(
+        service,
+        region_name=LOCAL_REGION,
+        endpoint_url=endpoint,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        aws_session_token=None,
+        config=Config(s3={"addressing_style": "path"}, retries={"mode": "standard"}),
+    )
+
+
 def create_resources(clients: AwsClients) -> None:
-    """Create the tables and the bucket as the template declares them (idempotent): the runs'
-    table with its `sweep` index, and the API's idempotency table."""
+    """Create the tables and the bucket as the template declares them (idempotent, also
+    against another process creating them at the same moment): the runs' table with its
+    `sweep` index, and the API's idempotency table."""
     existing = clients.dynamodb.list_tables()["TableNames"]
     for name, resource in (
         (clients.table, table_resource()),
@@ -100,20 +138,24 @@ def create_resources(clients: AwsClients) -> None:
         kwargs: dict[str, Any] = {}
         if props.get("GlobalSecondaryIndexes"):
             kwargs["GlobalSecondaryIndexes"] = props["GlobalSecondaryIndexes"]
-        clients.dynamodb.create_table(
-            TableName=name,
-            BillingMode=props["BillingMode"],
-            AttributeDefinitions=props["AttributeDefinitions"],
-            KeySchema=props["KeySchema"],
-            SSESpecification={"Enabled": True},
-            **kwargs,
-        )
+        try:
+            clients.dynamodb.create_table(
+                TableName=name,
+                BillingMode=props["BillingMode"],
+                AttributeDefinitions=props["AttributeDefinitions"],
+                KeySchema=props["KeySchema"],
+                SSESpecification={"Enabled": True},
+                **kwargs,
+            )
+        except clients.dynamodb.exceptions.ResourceInUseException:
+            continue  # another process made it just now
         clients.dynamodb.update_time_to_live(
             TableName=name, TimeToLiveSpecification=props["TimeToLiveSpecification"]
         )
     buckets = [b["Name"] for b in clients.s3.list_buckets().get("Buckets", [])]
     if clients.bucket not in buckets:
-        clients.s3.create_bucket(Bucket=clients.bucket)
+        with suppress(clients.s3.exceptions.BucketAlreadyOwnedByYou):  # made by another process
+            clients.s3.create_bucket(Bucket=clients.bucket)
 
 
 def _add_missing_indexes(dynamodb: Any, table: str, props: dict[str, Any]) -> None:
@@ -166,6 +208,46 @@ def embedded_aws() -> Iterator[AwsClients]:
             yield clients
     finally:
         stopped.set()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@contextmanager
+def local_aws(directory: Path) -> Iterator[AwsClients]:
+    """The stack's own resources on a moto server on loopback, kept in `directory`
+    (infra.local_state); every other AWS call of the process goes where the user's
+    environment sends it."""
+    from infra.local_lambda import dispatching
+    from infra.local_state import LocalAwsServer
+
+    server = LocalAwsServer(directory)
+    server.start()
+    # moto's Step Functions interpreter calls the stack's functions on this server.
+    saved = {k: os.environ.get(k) for k in ("MOTO_PORT", "NO_PROXY", "no_proxy")}
+    no_proxy = ",".join(filter(None, [os.environ.get("NO_PROXY"), "127.0.0.1,localhost"]))
+    os.environ.update({"MOTO_PORT": str(server.port), "NO_PROXY": no_proxy, "no_proxy": no_proxy})
+    stopped = threading.Event()
+    try:
+        with dispatching():
+            clients = AwsClients(
+                stack_client("dynamodb", server.url),
+                stack_client("s3", server.url),
+                LOCAL_TABLE,
+                LOCAL_BUCKET,
+                stack_client("lambda", server.url),
+                stopped,
+                endpoint=server.url,
+            )
+            for client in (clients.dynamodb, clients.s3, clients.lambda_):
+                clients.guard(client)
+            create_resources(clients)
+            yield clients
+    finally:
+        stopped.set()
+        server.stop()
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)

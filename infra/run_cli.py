@@ -23,7 +23,6 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any, TextIO
 
 from runtime.events import Event
@@ -226,12 +225,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     decision = parser.add_mutually_exclusive_group()
     decision.add_argument(
-        "--approve", action="store_true", help="approve every tool call that needs approval"
+        "--approve",
+        action="append",
+        nargs="?",
+        const="*",
+        metavar="TOOL",
+        help="approve the calls of TOOL that need approval (repeatable); without TOOL, "
+        "every such call (each one approved is printed)",
     )
     decision.add_argument("--deny", action="store_true", help="reject them (the model is told)")
     parser.add_argument("--reason", help="the reason given with --approve/--deny")
     parser.add_argument(
         "--aws", action="store_true", help="use real AWS (AGENTFN_TABLE, AGENTFN_BUCKET)"
+    )
+    parser.add_argument(
+        "--offline",
+        action="store_true",
+        default=os.environ.get("AGENTFN_OFFLINE", "") not in {"", "0"},
+        help="emulate every AWS call (models, tools, secrets too) in memory, keep nothing "
+        "(CI; also AGENTFN_OFFLINE=1)",
     )
     parser.add_argument(
         "--trace", action="store_true", help="print a waterfall of the run at the end (stderr)"
@@ -267,12 +279,11 @@ def _same_terminal() -> bool:
 
 
 def run_command(args: argparse.Namespace, spec: AgentfnSpec) -> int:
-    from infra.local import embedded_aws, real_aws
+    from infra.local import real_aws
+    from infra.local_runs import prepare_project, stack_clients
     from runtime.engine.loop import Engine
 
-    project = str(Path(args.file).resolve().parent)
-    if project not in sys.path:
-        sys.path.insert(0, project)  # the spec's own tools package
+    prepare_project(args.file)
     # The answer streams with the progress, to a terminal; stdout still gets it whole at the
     # end, unless stdout is that same terminal (where it was just written).
     live = sys.stderr if _is_terminal(2) else None
@@ -284,7 +295,7 @@ def run_command(args: argparse.Namespace, spec: AgentfnSpec) -> int:
             if args.aws:
                 engine = Engine(spec, real_aws().store(), **watch)
                 return _traced(engine, args, text, progress)
-            with embedded_aws() as clients:
+            with stack_clients(args.file, args.offline) as clients:
                 engine = Engine(spec, clients.store(), **watch)
                 return _traced(engine, args, text, progress)
     except Terminated:
@@ -303,8 +314,19 @@ def _traced(engine: Any, args: argparse.Namespace, text: str, progress: Progress
 
 
 def _drive(engine: Any, args: argparse.Namespace, text: str, progress: Progress) -> int:
-    replies = list(args.reply)
     head = engine.start(args.agent, text, args.session)
+    return follow(engine, head.run_id, args, progress)
+
+
+def follow(engine: Any, run_id: str, args: argparse.Namespace, progress: Progress) -> int:
+    """Advance the run until it ends or waits for a person no one here can answer (exit 3,
+    saying how to answer later). Also how `agentfn approve|reply RUN_ID` resume a run that
+    an earlier `agentfn run` left waiting (infra.local_runs)."""
+    from infra import run_approvals
+
+    replies = list(getattr(args, "reply", None) or [])
+    offline = bool(getattr(args, "offline", False))
+    head = engine.store.load_head(run_id)
     try:
         while True:
             head = run_loop(engine.advance(head.run_id))
@@ -317,18 +339,23 @@ def _drive(engine: Any, args: argparse.Namespace, text: str, progress: Progress)
                     print(
                         f"The agent asks: {waiting.clarification.question}\n"
                         'Answer it by running the same command with --reply "…" '
-                        "(or run it in a terminal to be asked).",
+                        "(or run it in a terminal to be asked)"
+                        + ("." if offline else f', or later: agentfn reply {waiting.run_id} "…".'),
                         file=sys.stderr,
                     )
                     return EXIT_NEEDS_REPLY
                 engine.reply(waiting.run_id, answer)
             elif waiting.status == "awaiting_approval":
-                if not _decide(engine, waiting, args):
+                if not run_approvals.decide(engine, engine.spec, waiting, args):
                     _print_result(engine.result(head.run_id), args.json)
+                    waiting = engine.store.load_head(waiting.run_id)
                     calls = ", ".join(p.tool_name for p in waiting.pending_approval)
+                    shown = run_approvals.pending_lines(engine.spec, waiting)
                     print(
-                        f"Waiting for approval of: {calls}. Run the same command with "
-                        "--approve or --deny [--reason …] (or in a terminal to be asked).",
+                        f"Waiting for approval of: {calls}.\n"
+                        + "\n".join(shown[1:])
+                        + "\n"
+                        + run_approvals.decide_later(waiting.run_id, offline),
                         file=sys.stderr,
                     )
                     return EXIT_NEEDS_REPLY
@@ -350,26 +377,6 @@ def _drive(engine: Any, args: argparse.Namespace, text: str, progress: Progress)
             file=sys.stderr,
         )
     return EXIT_FAILED
-
-
-def _decide(engine: Any, head: Any, args: argparse.Namespace) -> bool:
-    """Decide every pending call from the flags or, on a terminal, by asking. False: no one
-    can decide here."""
-    if args.approve or args.deny:
-        engine.decide(head.run_id, approved=bool(args.approve), reason=args.reason)
-        return True
-    if not sys.stdin.isatty():
-        return False
-    for pending in head.pending_approval:
-        inputs = json.dumps(pending.inputs, ensure_ascii=False)
-        try:
-            answer = input(f"Approve {pending.tool_name} {inputs}? [y/N] ").strip().lower()
-        except EOFError:
-            return False
-        engine.decide(
-            head.run_id, approved=answer in {"y", "yes"}, tool_call_id=pending.tool_call_id
-        )
-    return True
 
 
 def _answer(question: str, replies: list[str]) -> str | None:

@@ -4,8 +4,8 @@ state machine). Progress goes to stderr step by step; the result to stdout.
 
 A step run that waits for a person is decided by the flags (`--approve`, `--deny`,
 `--reply`) or, on a terminal, by asking; otherwise the command says what is waiting and
-exits 3 (the embedded AWS ends with the process, so the run cannot be resumed later — deploy,
-or use `agentfn dev`, for workflows that wait for people for real).
+exits 3 (a workflow's state machine execution ends with the process, so a workflow cannot
+be resumed later — deploy, or use `agentfn dev`, for workflows that wait for people for real).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from infra.run_cli import EXIT_FAILED, EXIT_NEEDS_REPLY, EXIT_OK, EXIT_USAGE
@@ -60,19 +59,17 @@ def schema_example(schema: Any) -> Any:
 
 def run_workflow_command(args: argparse.Namespace, spec: AgentfnSpec) -> int:
     from infra.embedded_stack import EmbeddedStack
-    from infra.local import embedded_aws
+    from infra.local_runs import prepare_project, stack_clients
     from runtime.errors import InvalidRequest
     from runtime.workflows.service import WorkflowService
 
-    project = str(Path(args.file).resolve().parent)
-    if project not in sys.path:
-        sys.path.insert(0, project)  # the spec's own tools package
+    prepare_project(args.file)  # the spec's own tools package, its .env
     try:
         given = workflow_input(spec, args.agent, args.input)
     except ValueError as exc:
         print(f"agentfn: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    with embedded_aws() as clients:
+    with stack_clients(args.file, args.offline) as clients:
         stack = EmbeddedStack(spec, clients)
         workflows = WorkflowService(stack.service)
         try:
@@ -162,6 +159,7 @@ def _waiting_run(workflows: Any, view: dict[str, Any]) -> Any:
 
 def _decide(workflows: Any, head: Any, args: argparse.Namespace, replies: list[str]) -> bool:
     """Decide a step run's wait from the flags, or by asking on a terminal."""
+    from infra.run_approvals import EVERY_CALL, undecided
     from infra.run_cli import _answer
 
     runs = workflows.runs
@@ -171,12 +169,26 @@ def _decide(workflows: Any, head: Any, args: argparse.Namespace, replies: list[s
             return False
         runs.reply(head.run_id, answer, by="cli")
         return True
-    if args.approve or args.deny:
-        runs.approve(head.run_id, bool(args.approve), reason=args.reason, by="cli")
+    decided = False
+    for pending in undecided(head):  # --approve [TOOL] / --deny, saying what each decided
+        names = args.approve or []
+        if args.deny or EVERY_CALL in names or pending.tool_name in names:
+            runs.approve(
+                head.run_id,
+                not args.deny,
+                tool_call_id=pending.tool_call_id,
+                reason=args.reason,
+                by="cli",
+            )
+            verb = "denied" if args.deny else "approved"
+            inputs = json.dumps(pending.inputs, ensure_ascii=False)
+            print(f"  {verb} by flag: {pending.tool_name} {inputs}", file=sys.stderr)
+            decided = True
+    if decided:
         return True
     if not sys.stdin.isatty():
         return False
-    for pending in head.pending_approval:
+    for pending in undecided(head):
         inputs = json.dumps(pending.inputs, ensure_ascii=False)
         answer = input(f"[{head.agent}] approve {pending.tool_name} {inputs}? [y/N] ")
         runs.approve(

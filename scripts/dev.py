@@ -234,6 +234,10 @@ def run_tests(extra: list[str]) -> int:
 def run_demo(extra: list[str]) -> int:
     ensure_project()
     agentfn = str(_bin(VENV, "agentfn"))
+    # --offline: every AWS call on moto in memory, nothing kept in .agentfn/local/, so the
+    # demo needs no account and leaves nothing behind (the scripted models and the stdio
+    # MCP server never leave the machine anyway).
+    extra = ["--offline", *extra]
     steps = [
         [agentfn, "validate"],
         [agentfn, "build", "--check"],

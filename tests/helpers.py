@@ -28,16 +28,26 @@ def load_spec(path: Path) -> AgentfnSpec:
     return result.spec
 
 
-def run_agentfn(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    """Run the real CLI in a subprocess, as a user would."""
-    return subprocess.run(
-        [sys.executable, "-m", "infra.cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        timeout=120,
-    )
+def run_agentfn(
+    *args: str, cwd: Path = ROOT, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the real CLI in a subprocess, as a user would. Without `env`, in this process's
+    environment, with a local state of its own (`agentfn run` keeps one: a fresh directory
+    per call, so runs of the repo's spec leave nothing in the repository); with `env`, in
+    exactly that environment (the caller decides where the local state lives)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="agentfn-state-") as state:
+        if env is None:
+            env = {"AGENTFN_STATE_DIR": state, **os.environ}
+        return subprocess.run(
+            [sys.executable, "-m", "infra.cli", *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            env={**env, "PYTHONPATH": str(ROOT)},
+            timeout=120,
+        )
 
 
 def tool_path(name: str) -> str:

@@ -123,6 +123,27 @@ def converse_messages(
     return merged
 
 
+class ModelNotConfigured(ModelError):
+    """The model cannot be called from here as configured (no credentials, no region): no
+    retry or fallback attempt can help until the user provides them."""
+
+    error_code = "MODEL_NOT_CONFIGURED"
+
+
+def _credential_errors() -> tuple[type[Exception], ...]:
+    from botocore import exceptions as e
+
+    return (
+        e.NoCredentialsError,
+        e.PartialCredentialsError,
+        e.CredentialRetrievalError,
+        e.TokenRetrievalError,
+        e.SSOError,
+        e.UnauthorizedSSOTokenError,
+        e.NoAuthTokenError,
+    )
+
+
 class BedrockConverseModel:
     """One `converse` call per request, run in a worker thread because boto3 blocks."""
 
@@ -179,10 +200,13 @@ class BedrockConverseModel:
         return params
 
     async def request(self, request: ModelRequest) -> ModelResponse:
-        from botocore.exceptions import ClientError, HTTPClientError
+        from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
         from botocore.exceptions import ConnectionError as BotoConnectionError
 
-        client = self._bedrock()
+        try:
+            client = self._bedrock()
+        except BotoCoreError as exc:  # no region, an unknown profile
+            raise self._unconfigured(exc) from None
         sink = request.on_text if self._config.stream else None
         try:
             if sink is None:
@@ -193,7 +217,29 @@ class BedrockConverseModel:
             raise _mapped(exc) from exc
         except (BotoConnectionError, HTTPClientError) as exc:  # endpoint unreachable, read timeout
             raise TransientModelError(f"bedrock request failed: {exc}", provider="bedrock") from exc
+        except _credential_errors() as exc:  # found no credentials, or could not refresh them
+            raise self._unconfigured(exc) from None
         return self._parse(answer)
+
+    def _unconfigured(self, exc: Exception) -> ModelError:
+        """What is missing to call Bedrock, and how to provide it (not a fault of agentfn)."""
+        from botocore.exceptions import NoRegionError, ProfileNotFound
+
+        where = f"model {self.name!r} (Bedrock {self.model_id})"
+        if isinstance(exc, NoRegionError):
+            how = (
+                "no AWS region: set AWS_REGION (or AWS_DEFAULT_REGION), or `region:` on the "
+                "model in agents.yaml"
+            )
+        elif isinstance(exc, ProfileNotFound):
+            how = f"{exc}: set AWS_PROFILE to a profile in ~/.aws/config (`aws configure`)"
+        else:
+            how = (
+                f"no usable AWS credentials ({type(exc).__name__}): set AWS_PROFILE to a "
+                "configured profile (`aws configure`, or `aws sso login --profile NAME`), or "
+                "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+            )
+        return ModelNotConfigured(f"{where} cannot be called: {how}", provider="bedrock")
 
     def _converse_stream(self, request: ModelRequest, sink: TextSink) -> dict[str, Any]:
         """ConverseStream's events gathered into the answer `converse` gives: per content

@@ -16,6 +16,14 @@ from runtime.spec.tools import LambdaTool
 from runtime.tools.base import FunctionTool, RichOutput, ToolContext, ToolError
 from runtime.tools.threads import DEFAULT_PARALLELISM, pool, run_blocking
 
+#: What a local run lacks when boto3 cannot even sign the invoke (by botocore's error name).
+_HINTS = {
+    "NoRegionError": " (set AWS_REGION or AWS_DEFAULT_REGION)",
+    "NoCredentialsError": (
+        " (set AWS_PROFILE to a configured profile, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)"
+    ),
+}
+
 
 def lambda_tool(
     name: str,
@@ -26,6 +34,26 @@ def lambda_tool(
     """`client` returns a boto3 Lambda client (created on first use, reused after); the
     invoke blocks, in `threads` (the agent's pool, runtime.tools.threads)."""
     executor = threads or pool("", DEFAULT_PARALLELISM)
+    region = config.function_arn.split(":")[3]
+    regional: list[Any] = []  # a client of the function's own region, made once if needed
+
+    def in_region() -> Any:
+        """Lambda answers an ARN only in its own region: the given client when it is there,
+        else one made for that region (with the same credentials chain and endpoints)."""
+        if regional:
+            return regional[0]
+        try:
+            given = client()
+        except Exception as exc:  # no default region: the ARN names one
+            if type(exc).__name__ != "NoRegionError":
+                raise
+            given = None
+        if given is not None and given.meta.region_name == region:
+            return given
+        import boto3
+
+        regional.append(boto3.client("lambda", region_name=region))
+        return regional[0]
 
     def invoke(arguments: dict[str, Any], ctx: ToolContext) -> Any:
         payload = {
@@ -35,13 +63,14 @@ def lambda_tool(
             "run_id": ctx.run_id,
         }
         try:
-            answer = client().invoke(
+            answer = in_region().invoke(
                 FunctionName=config.function_arn,
                 InvocationType="RequestResponse",
                 Payload=json.dumps(payload).encode(),
             )
         except Exception as exc:  # botocore errors: throttling, missing function, access
-            raise ToolError(f"could not invoke {name}: {type(exc).__name__}: {exc}") from None
+            hint = _HINTS.get(type(exc).__name__, "")
+            raise ToolError(f"could not invoke {name}: {type(exc).__name__}: {exc}{hint}") from None
         body = answer["Payload"].read().decode("utf-8", errors="replace")
         try:
             result: Any = json.loads(body) if body else None

@@ -132,6 +132,7 @@ def test_a_terminal_user_is_asked_the_question(tmp_path: Path) -> None:
     process = subprocess.Popen(
         [sys.executable, "-c", script],
         cwd=ROOT,
+        env=_own_state(tmp_path),
         stdin=follower,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -172,7 +173,14 @@ def test_spec_errors_exit_2(tmp_path: Path) -> None:
     assert result.returncode == 2 and "unknown model 'nope'" in result.stderr
 
 
-def _on_a_terminal(stdout_too: bool) -> tuple[str, bytes]:
+def _own_state(where: Path) -> dict[str, str]:
+    """The environment, with a local state of the test's own (not the repository's)."""
+    import os
+
+    return {**os.environ, "AGENTFN_STATE_DIR": str(where / "state")}
+
+
+def _on_a_terminal(stdout_too: bool, where: Path) -> tuple[str, bytes]:
     """`agentfn run helpdesk` with stderr (and stdout, or a pipe) on a pseudo-terminal: what
     the terminal showed, and what the pipe got."""
     import os
@@ -182,7 +190,7 @@ def _on_a_terminal(stdout_too: bool) -> tuple[str, bytes]:
     leader, follower = pty.openpty()
     process = subprocess.Popen(
         [sys.executable, "-m", "infra.cli", "run", "helpdesk", "refunds?"],
-        cwd=ROOT, stdin=follower, stderr=follower,
+        cwd=ROOT, env=_own_state(where), stdin=follower, stderr=follower,
         stdout=follower if stdout_too else subprocess.PIPE,
     )  # fmt: skip
     os.close(follower)
@@ -204,10 +212,12 @@ def _on_a_terminal(stdout_too: bool) -> tuple[str, bytes]:
     return shown.decode().replace("\r\n", "\n"), piped
 
 
-def test_on_a_terminal_the_answer_streams_once_and_a_pipe_still_gets_it_whole() -> None:
+def test_on_a_terminal_the_answer_streams_once_and_a_pipe_still_gets_it_whole(
+    tmp_path: Path,
+) -> None:
     answer = "ORD-1001 (grinder, 189.00 EUR) was delivered"
-    shown, _ = _on_a_terminal(stdout_too=True)
+    shown, _ = _on_a_terminal(stdout_too=True, where=tmp_path)
     assert shown.count(answer) == 1  # streamed with the progress, not printed again
     assert shown.index(answer) < shown.index("step 2 ·")  # before the commit that holds it
-    shown, piped = _on_a_terminal(stdout_too=False)
+    shown, piped = _on_a_terminal(stdout_too=False, where=tmp_path)
     assert shown.count(answer) == 1 and piped.decode().startswith(answer)

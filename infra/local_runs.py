@@ -1,0 +1,202 @@
+"""Runs that `agentfn run` left in the local state, answered without any server.
+
+`agentfn status|events|approve|reply|cancel RUN_ID` come here when no `--url` (nor
+AGENTFN_URL) is given and the run is in the local state beside the spec (`-f`,
+infra.local_state); otherwise they talk to an HTTP API as before (`agentfn dev`, a
+deployed stage). `approve` and `reply` then resume the run in this process where it
+stopped: the run's history is in the table, so tools already called are not called again.
+
+Also here: what `agentfn run` prepares before a run (the spec's tools on sys.path, the
+`.env` beside the spec) and which embedded AWS it opens (`--offline` or the local state).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from infra.local_state import LOG_NAME, state_dir
+from runtime.errors import AgentfnError, RunNotFound
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+_IGNORE_ENDPOINTS = "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"
+
+
+def load_dotenv(path: Path) -> list[str]:
+    """`KEY=VALUE` lines of a `.env` file (git-ignored; e.g. AGENTFN_SECRET_OPENAI=…) into
+    the environment, never over a variable already set. The names set."""
+    if not path.is_file():
+        return []
+    loaded = []
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.removeprefix("export ").partition("=")
+        key, value = key.strip(), value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        if key and key not in os.environ:
+            os.environ[key] = value
+            loaded.append(key)
+    return loaded
+
+
+def prepare_project(spec_file: str) -> None:
+    """The spec's own tools package on sys.path; its `.env` in the environment; AWS_REGION
+    (what the AWS CLI and the other SDKs read) as the region of boto3's clients too (boto3
+    reads only AWS_DEFAULT_REGION)."""
+    project = Path(spec_file).resolve().parent
+    if str(project) not in sys.path:
+        sys.path.insert(0, str(project))
+    load_dotenv(project / ".env")
+    if os.environ.get("AWS_REGION") and not os.environ.get("AWS_DEFAULT_REGION"):
+        os.environ["AWS_DEFAULT_REGION"] = os.environ["AWS_REGION"]
+
+
+@contextmanager
+def stack_clients(spec_file: str, offline: bool) -> Iterator[Any]:
+    """The embedded AWS: in memory for everything (`--offline`), or the stack's own
+    resources kept in the local state, everything else real (infra.local)."""
+    from infra.local import embedded_aws, local_aws
+
+    if offline:
+        # Every AWS call is moto's: no AWS_ENDPOINT_URL_* (nor a profile's endpoint_url) may
+        # send one elsewhere.
+        saved = os.environ.get(_IGNORE_ENDPOINTS)
+        os.environ[_IGNORE_ENDPOINTS] = "true"
+        try:
+            with embedded_aws() as clients:
+                yield clients
+        finally:
+            if saved is None:
+                os.environ.pop(_IGNORE_ENDPOINTS, None)
+            else:
+                os.environ[_IGNORE_ENDPOINTS] = saved
+        return
+    directory = state_dir(spec_file)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SystemExit(
+            f"agentfn: cannot keep the local state in {directory}: {exc.strerror}; set "
+            "AGENTFN_STATE_DIR to a writable directory, or run with --offline"
+        ) from None
+    with local_aws(directory) as clients:
+        yield clients
+
+
+def wants_local(args: argparse.Namespace) -> bool:
+    """No URL was asked for, and `agentfn run` has kept state beside the spec."""
+    from infra.api_client import DEFAULT_URL
+
+    if os.environ.get("AGENTFN_URL") or args.url != DEFAULT_URL:
+        return False
+    return (state_dir(args.file) / LOG_NAME).exists()
+
+
+def answer_locally(args: argparse.Namespace) -> int | None:
+    """The command answered from the local state, or None (then over HTTP, as before)."""
+    return run_local(args.command, args) if wants_local(args) else None
+
+
+def run_local(name: str, args: argparse.Namespace) -> int | None:
+    """The command answered from the local state; None when the run is not there (the
+    caller then asks `agentfn dev` as before)."""
+    from infra.api_client import describe, event_line
+    from infra.cli import _load
+    from infra.local import local_aws
+    from infra.run_cli import Progress, follow
+    from runtime.engine.loop import Engine
+
+    spec = _load(args.file)
+    if spec is None:
+        return EXIT_USAGE
+    prepare_project(args.file)
+    progress = Progress(sys.stderr, enabled=not args.json)
+    with local_aws(state_dir(args.file)) as clients:
+        engine = Engine(spec, clients.store(), listener=progress)
+        try:
+            head = engine.store.load_head(args.run_id)
+        except RunNotFound:
+            return None
+        progress.run_id = _root(engine, head).run_id
+        try:
+            if name == "status":
+                _show(engine, args.run_id, args.json, describe)
+                return EXIT_OK
+            if name == "events":
+                return _events(engine, args, event_line)
+            if name == "cancel":
+                engine.cancel(args.run_id, "cancelled by request", by="cli")
+                _show(engine, args.run_id, args.json, describe)
+                return EXIT_OK
+            if name == "approve":
+                edited = _edited(args)
+                engine.decide(
+                    args.run_id,
+                    approved=not args.deny,
+                    tool_call_id=args.tool_call_id,
+                    reason=args.reason,
+                    edited_inputs=edited,
+                    by="cli",
+                )
+            elif name == "reply":
+                engine.reply(args.run_id, " ".join(args.text), by="cli")
+        except AgentfnError as exc:
+            print(f"agentfn {name}: {exc}", file=sys.stderr)
+            return EXIT_ERROR
+        resume = argparse.Namespace(json=args.json, reply=[], approve=None, deny=False, reason=None)
+        return follow(engine, _root(engine, head).run_id, resume, progress)
+
+
+def _edited(args: argparse.Namespace) -> dict[str, Any] | None:
+    import json
+
+    from infra.api_client import UsageError
+
+    if args.edit is None:
+        return None
+    if args.deny:
+        raise UsageError("--edit approves with changed inputs; it cannot go with --deny")
+    try:
+        edited = json.loads(args.edit)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--edit is not JSON: {exc}") from exc
+    if not isinstance(edited, dict):
+        raise UsageError("--edit must be a JSON object (the tool's inputs)")
+    return edited
+
+
+def _root(engine: Any, head: Any) -> Any:
+    """The run a person's answer resumes: a child's top-most parent (it drives its children)."""
+    while head.parent_run_id:
+        head = engine.store.load_head(head.parent_run_id)
+    return head
+
+
+def _show(engine: Any, run_id: str, as_json: bool, describe: Any) -> None:
+    import json
+
+    result = engine.result(run_id)
+    text = json.dumps(result, indent=2, ensure_ascii=False, default=str)
+    print(text if as_json else describe(result))
+
+
+def _events(engine: Any, args: argparse.Namespace, event_line: Any) -> int:
+    import json
+
+    after = args.after
+    while True:
+        events = engine.store.list_events(args.run_id, after=after)
+        for event in events:
+            data = event.model_dump(mode="json")
+            print(json.dumps(data, ensure_ascii=False) if args.json else event_line(data))
+        if not events:
+            return EXIT_OK
+        after = events[-1].seq
