@@ -340,6 +340,12 @@ def _check_tools(root: dict[str, Any], project_dir: Path) -> Iterator[RefProblem
         schema = _mapping(raw).get("output_schema")
         if schema is not None:
             yield from check_json_schema(schema, ("agents", name, "output_schema"), budget)
+    for name, raw in _mapping(root.get("workflows")).items():  # llm steps' answers
+        for i, step in enumerate(_list(_mapping(raw).get("steps"))):
+            schema = _mapping(_mapping(step).get("llm")).get("output_schema")
+            if schema is not None:
+                path: Path_ = ("workflows", name, "steps", i, "llm", "output_schema")
+                yield from check_json_schema(schema, path, budget)
 
 
 def _check_python_handler(
