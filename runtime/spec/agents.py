@@ -48,6 +48,11 @@ class ApprovalRule(SpecModel):
     destructive: bool = Field(
         False, description="Also gate MCP tools annotated with destructiveHint."
     )
+    open_world: bool = Field(
+        False,
+        description="Also gate MCP tools of an open world (openWorldHint true, or absent: "
+        "the MCP default).",
+    )
     timeout: Duration | None = Field(None, description="Overrides defaults.approval_timeout.")
     decisions: list[Decision] = Field(
         default_factory=lambda: ["approve", "reject"],  # type: ignore[arg-type]
