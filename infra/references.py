@@ -332,6 +332,14 @@ def _check_tools(root: dict[str, Any], project_dir: Path) -> Iterator[RefProblem
                         f"URL parameter {{{param}}} is not a property of input_schema"
                         f"{did_you_mean(param, properties)}",
                     )
+    for name, raw in _mapping(root.get("agents")).items():  # system_prompt: {python: …}
+        handler = _mapping(_mapping(raw).get("system_prompt")).get("python")
+        if isinstance(handler, str):
+            where: Path_ = ("agents", name, "system_prompt", "python")
+            found = list(_check_python_handler(handler, package, project_dir, where))
+            yield from found
+            if not found:
+                importable[where] = handler.partition(":")[0]
     if importable and isinstance(package, str):
         from infra.tool_imports import import_problems
 
