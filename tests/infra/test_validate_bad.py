@@ -236,7 +236,7 @@ CASES: dict[str, tuple[str, str]] = {
             model: m
             system_prompt: {python: "os:getcwd"}  #!
         """),
-        "python tools must live in the project's tools package",
+        "expected 'tools.MODULE:FUNCTION', got 'os:getcwd'",
     ),
     "python tool module missing": (
         h("""
