@@ -332,14 +332,6 @@ def _check_tools(root: dict[str, Any], project_dir: Path) -> Iterator[RefProblem
                         f"URL parameter {{{param}}} is not a property of input_schema"
                         f"{did_you_mean(param, properties)}",
                     )
-    for name, raw in _mapping(root.get("agents")).items():  # system_prompt: {python: …}
-        handler = _mapping(_mapping(raw).get("system_prompt")).get("python")
-        if isinstance(handler, str):
-            where: Path_ = ("agents", name, "system_prompt", "python")
-            found = list(_check_python_handler(handler, package, project_dir, where))
-            yield from found
-            if not found:
-                importable[where] = handler.partition(":")[0]
     if importable and isinstance(package, str):
         from infra.tool_imports import import_problems
 
@@ -348,12 +340,6 @@ def _check_tools(root: dict[str, Any], project_dir: Path) -> Iterator[RefProblem
         schema = _mapping(raw).get("output_schema")
         if schema is not None:
             yield from check_json_schema(schema, ("agents", name, "output_schema"), budget)
-    for name, raw in _mapping(root.get("workflows")).items():  # llm steps' answers
-        for i, step in enumerate(_list(_mapping(raw).get("steps"))):
-            schema = _mapping(_mapping(step).get("llm")).get("output_schema")
-            if schema is not None:
-                path: Path_ = ("workflows", name, "steps", i, "llm", "output_schema")
-                yield from check_json_schema(schema, path, budget)
 
 
 def _check_python_handler(
