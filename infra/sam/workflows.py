@@ -31,27 +31,34 @@ def workflow_statements(spec: AgentfnSpec, workflow: str) -> list[dict[str, Any]
     tags = [agent_tag(a) for a in agents]
     keys = [f"WF#{workflow_tag(workflow)}*", *(f"RUN#{t}*" for t in tags)]
     keys += [f"SES#{a}#*" for a in agents]
-    return [
+    statements = [
         allow(
             "StepRunsAndWorkflowRuns",
             ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem"],
             get_arn(TABLE),
             **{"ForAllValues:StringLike": {"dynamodb:LeadingKeys": keys}},
-        ),
-        allow(
-            "StepRunObjects",
-            ["s3:GetObject", "s3:PutObject"],
-            [sub(f"${{{BUCKET}.Arn}}/{kind}/{t}*") for t in tags for kind in ("bodies", "results")],
-        ),
-        allow(
-            "StartStepRuns",
-            "states:StartExecution",
-            [arn("states", f"stateMachine:{agent_physical_name(a)}") for a in agents],
-        ),
-        # Resume a step's wait when its run ended before the token was kept.
-        allow("ResumeStepWaits", "states:SendTaskSuccess", "*"),
-        *_llm_statements(spec, workflow, models),
+        )
     ]
+    if agents:  # a workflow of llm steps only starts no run: no empty Resource lists
+        statements += [
+            allow(
+                "StepRunObjects",
+                ["s3:GetObject", "s3:PutObject"],
+                [
+                    sub(f"${{{BUCKET}.Arn}}/{kind}/{t}*")
+                    for t in tags
+                    for kind in ("bodies", "results")
+                ],
+            ),
+            allow(
+                "StartStepRuns",
+                "states:StartExecution",
+                [arn("states", f"stateMachine:{agent_physical_name(a)}") for a in agents],
+            ),
+            # Resume a step's wait when its run ended before the token was kept.
+            allow("ResumeStepWaits", "states:SendTaskSuccess", "*"),
+        ]
+    return [*statements, *_llm_statements(spec, workflow, models)]
 
 
 def _llm_statements(spec: AgentfnSpec, workflow: str, models: list[str]) -> list[dict[str, Any]]:

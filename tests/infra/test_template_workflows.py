@@ -97,5 +97,7 @@ def test_an_llm_steps_workflow_function_calls_exactly_its_models() -> None:
     answers = json.dumps(grants["LlmStepAnswers"]["Resource"])
     assert f"results/{workflow_tag('w')}*" in answers
     assert function["Properties"]["Timeout"] == 900
+    assert "StartStepRuns" not in grants  # starts no run: no statement with no resource
+    assert all(s["Resource"] for s in grants.values())
     plain = _statements(workflow_function(spec, "plain"))
     assert not any(sid.startswith("LlmStep") for sid in plain)
