@@ -42,18 +42,28 @@ def lookup(config: ModelConfig) -> Price | None:
     """The data set's price for a model, or None when it does not know the model."""
     if config.provider in FREE:
         return Price(input_per_mtok=0, output_per_mtok=0, source=FREE[config.provider])
+    model_id = config.model_id
+    if config.provider == "ai_gateway" and "/" in model_id:
+        # the gateway names models `creator/model` and bills the creator's list price
+        # (https://vercel.com/docs/ai-gateway/pricing): look the model up at its creator
+        creator, model_id = model_id.split("/", 1)
+        return _priced(model_id, {"provider_id": creator})
     if config.provider not in PROVIDERS:
         return None
-    from importlib.metadata import version
-
-    from genai_prices import Usage, calc_price
-
     kwargs: dict[str, Any] = {"provider_id": PROVIDERS[config.provider]}
     base_url = getattr(config, "base_url", None)
     if config.provider == "openai_compatible" and base_url is not None:
         kwargs = {"provider_api_url": str(base_url)}
+    return _priced(model_id, kwargs)
+
+
+def _priced(model_id: str, kwargs: dict[str, Any]) -> Price | None:
+    from importlib.metadata import version
+
+    from genai_prices import Usage, calc_price
+
     try:
-        found = calc_price(Usage(input_tokens=1, output_tokens=1), config.model_id, **kwargs)
+        found = calc_price(Usage(input_tokens=1, output_tokens=1), model_id, **kwargs)
     except LookupError:
         return None
     prices = found.model_price

@@ -24,6 +24,7 @@ from infra.hook_checks import check_hooks
 from infra.issues import SpecIssue, did_you_mean, format_path
 from infra.knowledge_checks import check_knowledge
 from infra.prices import with_prices
+from infra.prompt_checks import check_prompts_and_llm_steps
 from infra.references import check_references
 from infra.run_limits import budget_problems, context_problems
 from infra.union_tags import missing_tag
@@ -145,6 +146,7 @@ def _check(
             issues.append(issue(path, position, message))
 
     checks = [*check_references(data, project_dir), *check_hooks(data, project_dir)]
+    checks += check_prompts_and_llm_steps(data, project_dir)
     checks += check_databases(data, project_dir) + check_knowledge(data, project_dir)
     for problem in [*checks, *check_workflows(data)]:
         where, position = source.locate(problem.path, key=problem.at_key)

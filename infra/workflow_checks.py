@@ -35,6 +35,7 @@ def _list(value: Any) -> list[Any]:
 def check_workflows(data: Any) -> list[RefProblem]:
     root = _mapping(data)
     agents = _mapping(root.get("agents"))
+    models = _mapping(root.get("models"))
     problems: list[RefProblem] = []
     for name, raw in _mapping(root.get("workflows")).items():
         if name in agents:
@@ -45,16 +46,17 @@ def check_workflows(data: Any) -> list[RefProblem]:
                     at_key=True,
                 )
             )
-        problems += _check_workflow(_mapping(raw), ("workflows", name), agents)
+        problems += _check_workflow(_mapping(raw), ("workflows", name), agents, models)
     return problems
 
 
 class _Scope:
     """What a reference may name at one point of a workflow."""
 
-    def __init__(self, input_schema: Any, agents: dict[str, Any]):
+    def __init__(self, input_schema: Any, agents: dict[str, Any], models: dict[str, Any]):
         self.input_schema = _mapping(input_schema) if input_schema is not None else None
         self.agents = agents
+        self.models = models
         self.steps: dict[str, dict[str, Any]] = {}  # earlier steps: id → raw step
 
     def input_properties(self) -> dict[str, Any]:
@@ -101,6 +103,11 @@ class _Scope:
                     else _mapping(step.get("map")).get("agent")
                 )
                 rest = rest[1:]
+            elif "llm" in step:
+                schema = _mapping(step.get("llm")).get("output_schema")
+                if schema is None:
+                    return None if rest else "text"
+                return _json_type(_schema_at(schema, rest))
             else:
                 agent = step.get("agent") or _mapping(step.get("loop")).get("agent")
             schema = _mapping(self.agents.get(agent)).get("output_schema") if agent else None
@@ -131,6 +138,14 @@ class _Scope:
                 else _mapping(step.get("map")).get("agent")
             )
             return self._agent_path_problem(agent, rest[1:], step_id)
+        if "llm" in step:
+            schema = _mapping(step.get("llm")).get("output_schema")
+            if schema is None:
+                return (
+                    f"step {step_id!r} is an llm step without output_schema, so its result is "
+                    "text: refer to the whole result, or give it an output_schema"
+                )
+            return _schema_path_problem(schema, rest, f"the output_schema of step {step_id!r}")
         agent = step.get("agent") or _mapping(step.get("loop")).get("agent")
         return self._agent_path_problem(agent, rest, step_id)
 
@@ -152,6 +167,15 @@ def _json_type(schema: Any) -> str | None:
     if isinstance(kind, list):
         return None if "boolean" in kind or len(kind) != 1 else str(kind[0])
     return kind if isinstance(kind, str) else None
+
+
+def _schema_at(schema: Any, rest: list[str]) -> Any:
+    for part in rest:
+        schema = _mapping(schema)
+        schema = (
+            schema.get("items") if part.isdigit() else _mapping(schema.get("properties")).get(part)
+        )
+    return schema
 
 
 def _lone_references(tree: Any) -> Iterator[str]:
@@ -180,9 +204,9 @@ def _schema_path_problem(schema: Any, rest: list[str], what: str) -> str | None:
 
 
 def _check_workflow(
-    workflow: dict[str, Any], base: Path_, agents: dict[str, Any]
+    workflow: dict[str, Any], base: Path_, agents: dict[str, Any], models: dict[str, Any]
 ) -> Iterator[RefProblem]:
-    scope = _Scope(workflow.get("input_schema"), agents)
+    scope = _Scope(workflow.get("input_schema"), agents, models)
     for prop in scope.input_properties():
         if prop in RESERVED:
             yield RefProblem(
@@ -231,6 +255,15 @@ def _check_step(
                 )
             else:
                 yield from _reference(match.group(1), (*mpath, "over"), scope)
+    if "llm" in step:
+        llm = _mapping(step.get("llm"))
+        model = llm.get("model")
+        if isinstance(model, str) and model not in scope.models:
+            yield RefProblem(
+                (*path, "llm", "model"),
+                f"unknown model {model!r}{did_you_mean(model, scope.models)}",
+            )
+        yield from _template(llm.get("prompt"), (*path, "llm", "prompt"), scope)
     if "loop" in step:
         loop = _mapping(step.get("loop"))
         lpath = (*path, "loop")

@@ -230,3 +230,47 @@ def _knowledge_statements(spec: AgentfnSpec, agent: str) -> list[dict[str, Any]]
             "Resource": arns,
         }
     ]
+
+
+def model_statements(spec: AgentfnSpec, models: list[str], sid: str) -> list[dict[str, Any]]:
+    """Invoke exactly these models (and their fallbacks) and read exactly their secrets: a
+    workflow's function calling its `llm` steps' models (infra.sam.workflows)."""
+    names = list(models)
+    for name in names:  # grows while fallbacks add models
+        names += [f for f in spec.models[name].fallbacks if f not in names]
+    statements: list[dict[str, Any]] = []
+    bedrock: list[Any] = []
+    secrets: set[str] = set()
+    for name in names:
+        model = spec.models[name]
+        if isinstance(model, BedrockModel):
+            bedrock += [a for a in _bedrock_arns(model) if a not in bedrock]
+        secrets |= _referenced_secrets(model.model_dump(mode="json"))
+    if bedrock:
+        statements.append(
+            {
+                "Sid": f"{sid}BedrockModels",
+                "Effect": "Allow",
+                "Action": ["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"],
+                "Resource": bedrock,
+            }
+        )
+    by_source: dict[str, list[Any]] = {"secretsmanager": [], "ssm": []}
+    for secret in sorted(secrets):
+        source, resource = _secret_arn(spec, secret)
+        by_source[source].append(resource)
+    actions = {
+        "secretsmanager": "secretsmanager:GetSecretValue",
+        "ssm": ["ssm:GetParameter", "ssm:GetParameters"],
+    }
+    for source, resources in by_source.items():
+        if resources:
+            statements.append(
+                {
+                    "Sid": f"{sid}Secrets{'Manager' if source == 'secretsmanager' else 'Ssm'}",
+                    "Effect": "Allow",
+                    "Action": actions[source],
+                    "Resource": resources,
+                }
+            )
+    return statements

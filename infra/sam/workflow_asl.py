@@ -5,6 +5,7 @@ Per step, in order:
     <id>-Plan (Task: plan)  →  <id>-Go (Choice)  →  <id>-Runs (Map)  →  <id>-Collect (Task)
         →  <id>-Next (Choice: again → Runs, repeat → Plan, fail → Failed, else next step)
 
+(an `llm` step: <id>-Plan → <id>-Go → <id>-Call (Task: llm, the one model call) → <id>-Next)
 and inside `<id>-Runs`, one iteration: <id>-Wait → (timed out) <id>-Recheck → <id>-Finished
 (Choice) → <id>-Wait again, or <id>-Done.
 
@@ -126,7 +127,35 @@ def _iteration(step: WorkflowStep) -> dict[str, Any]:
     }
 
 
+def _llm_states(step: WorkflowStep, after: str) -> dict[str, Any]:
+    """An `llm` step: plan (its `when`), the call, then go on or fail as `collect` says."""
+    plan, go, call = (state_name(step.id, r) for r in ("Plan", "Go", "Call"))
+    decide = state_name(step.id, "Next")
+    return {
+        plan: _task("plan", go, "$.plan", step=step.id),
+        go: {
+            "Type": "Choice",
+            "Choices": [
+                {"Variable": "$.plan.answer.stop", "BooleanEquals": True, "Next": "Failed"},
+                {"Variable": "$.plan.answer.run", "BooleanEquals": True, "Next": call},
+            ],
+            "Default": after,
+        },
+        call: _task("llm", decide, "$.plan", step=step.id),
+        decide: {
+            "Type": "Choice",
+            "Choices": [
+                {"Variable": "$.plan.answer.next", "StringEquals": "fail", "Next": "Failed"},
+                {"Variable": "$.plan.answer.next", "StringEquals": "stop", "Next": "Failed"},
+            ],
+            "Default": after,
+        },
+    }
+
+
 def _step_states(step: WorkflowStep, after: str) -> dict[str, Any]:
+    if step.llm is not None:
+        return _llm_states(step, after)
     plan, go, runs = (state_name(step.id, r) for r in ("Plan", "Go", "Runs"))
     collect, decide = state_name(step.id, "Collect"), state_name(step.id, "Next")
     concurrency = step.map.max_concurrency if step.map is not None else 0  # 0: all at once

@@ -18,6 +18,7 @@ from infra.naming import (
 from infra.sam import workflow_asl
 from infra.sam.data import BUCKET, TABLE
 from infra.sam.grants import allow
+from infra.sam.iam import model_statements
 from infra.sam.intrinsics import arn, get_arn, sub
 from runtime.naming import agent_tag
 from runtime.spec import AgentfnSpec
@@ -26,28 +27,49 @@ from runtime.workflows.records import workflow_tag
 
 def workflow_statements(spec: AgentfnSpec, workflow: str) -> list[dict[str, Any]]:
     agents = spec.workflows[workflow].agents()
+    models = spec.workflows[workflow].models()
     tags = [agent_tag(a) for a in agents]
     keys = [f"WF#{workflow_tag(workflow)}*", *(f"RUN#{t}*" for t in tags)]
     keys += [f"SES#{a}#*" for a in agents]
-    return [
+    statements = [
         allow(
             "StepRunsAndWorkflowRuns",
             ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem"],
             get_arn(TABLE),
             **{"ForAllValues:StringLike": {"dynamodb:LeadingKeys": keys}},
-        ),
-        allow(
-            "StepRunObjects",
-            ["s3:GetObject", "s3:PutObject"],
-            [sub(f"${{{BUCKET}.Arn}}/{kind}/{t}*") for t in tags for kind in ("bodies", "results")],
-        ),
-        allow(
-            "StartStepRuns",
-            "states:StartExecution",
-            [arn("states", f"stateMachine:{agent_physical_name(a)}") for a in agents],
-        ),
-        # Resume a step's wait when its run ended before the token was kept.
-        allow("ResumeStepWaits", "states:SendTaskSuccess", "*"),
+        )
+    ]
+    if agents:  # a workflow of llm steps only starts no run: no empty Resource lists
+        statements += [
+            allow(
+                "StepRunObjects",
+                ["s3:GetObject", "s3:PutObject"],
+                [
+                    sub(f"${{{BUCKET}.Arn}}/{kind}/{t}*")
+                    for t in tags
+                    for kind in ("bodies", "results")
+                ],
+            ),
+            allow(
+                "StartStepRuns",
+                "states:StartExecution",
+                [arn("states", f"stateMachine:{agent_physical_name(a)}") for a in agents],
+            ),
+            # Resume a step's wait when its run ended before the token was kept.
+            allow("ResumeStepWaits", "states:SendTaskSuccess", "*"),
+        ]
+    return [*statements, *_llm_statements(spec, workflow, models)]
+
+
+def _llm_statements(spec: AgentfnSpec, workflow: str, models: list[str]) -> list[dict[str, Any]]:
+    """`llm` steps: their models (and secrets), and their answers' objects, kept under the
+    workflow's own runs (runtime.workflows.llm_step.result_key)."""
+    if not models:
+        return []
+    own = sub(f"${{{BUCKET}.Arn}}/results/{workflow_tag(workflow)}*")
+    return [
+        allow("LlmStepAnswers", ["s3:GetObject", "s3:PutObject"], own),
+        *model_statements(spec, models, "LlmSteps"),
     ]
 
 
@@ -58,7 +80,8 @@ def workflow_function(spec: AgentfnSpec, workflow: str) -> dict[str, Any]:
         "Description": f"agentfn workflow {workflow!r}: {config.description}"[:256],
         "Handler": "handlers.workflow.handler",
         "Environment": {"Variables": {"AGENTFN_WORKFLOW": workflow}},
-        "Timeout": 60,
+        # an llm step's call waits for its model (retries, fallbacks) inside the task
+        "Timeout": 900 if config.models() else 60,
         "Policies": [{"Statement": workflow_statements(spec, workflow)}],
     }
     return {"Type": "AWS::Serverless::Function", "Properties": props}

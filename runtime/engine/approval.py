@@ -2,7 +2,8 @@
 
 A rule matches a tool by its identity, the reference the spec names it by (`refund`,
 `builtin:http_request`, `mcp:orders/delete.item`; globs allowed) and that the tool carries
-(`Tool.reference`), or, with `destructive: true`, by the tool's destructive hint. The
+(`Tool.reference`), or, with `destructive: true` / `open_world: true`, by the tool's
+destructive / open-world hint. The
 model-facing name is never parsed back: it may be sanitised or shortened with a hash.
 Decisions are recorded on the run head before anything runs, so a
 decision is never lost and never applied twice.
@@ -28,7 +29,7 @@ def rule_for(spec: AgentfnSpec, agent: str, tool: Tool | None) -> ApprovalRule |
     for rule in spec.agents[agent].approval:
         if any(fnmatch.fnmatchcase(tool.reference, pattern) for pattern in rule.tools):
             return rule
-        if rule.destructive and tool.destructive:
+        if (rule.destructive and tool.destructive) or (rule.open_world and tool.open_world):
             return rule
     return None
 

@@ -24,9 +24,10 @@ from runtime.clock import Clock, SystemClock
 from runtime.engine import output as out
 from runtime.engine.commits import BudgetSpent, RunCursor
 from runtime.engine.compat import agent_hash
+from runtime.engine.computed_prompt import agent_prompt
 from runtime.engine.cost import call_cost, charged, check_budget, next_call
 from runtime.engine.interventions import Interventions
-from runtime.engine.prompt import FINAL_TURN_NOTE, render_system_prompt, team_prompt
+from runtime.engine.prompt import FINAL_TURN_NOTE
 from runtime.engine.result import build_result
 from runtime.engine.state import answer_text, doom_loop, own_call_ids, pending_calls
 from runtime.engine.team import MovedOn
@@ -253,8 +254,9 @@ class Engine(Interventions):
         turn = head.turn if follow_up else head.turn + 1
         final_turn = turn >= max_turns
         specs = self._tool_specs(head)
-        system = render_system_prompt(agent, config, head.run_id, head.session_id, self.clock.now())
-        system = team_prompt(head, config.system_prompt, system, self.clock.now())
+        system = await agent_prompt(
+            config, run, self.spec.tools_package, self.store.blobs, turn, self.clock.now()
+        )
         system += FINAL_TURN_NOTE if final_turn else ""
         messages, estimated = await self._fit(run, system, specs)
         model_name = self.spec.model_for(agent)

@@ -20,6 +20,7 @@ def render_system_prompt(
 ) -> str:
     """The prompt with its variables filled in. The finest variable is a second, so one
     rendering serves every model call of a run within the same second."""
+    assert isinstance(config.system_prompt, str)  # a {python: …} prompt: computed_prompt
     key = (config.system_prompt, run_id, session_id, int(now))
     text = _CACHE.get(key)
     if text is None:
@@ -41,7 +42,7 @@ def _render(agent: str, config: AgentConfig, run_id: str, session_id: str, now: 
         "run_id": run_id,
         "session_id": session_id,
     }
-    return config.system_prompt.format(**values)
+    return str(config.system_prompt).format(**values)
 
 
 def team_prompt(head: RunHead, template: str, rendered: str, now: float) -> str:

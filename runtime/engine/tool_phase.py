@@ -234,12 +234,16 @@ class ToolPhase(Compaction, HookPhase, Traced):
         )
 
     def _call_event(self, run: RunCursor, call: ToolCall) -> dict[str, Any]:
-        return {
+        event = {
             "turn": self._turn(run),
             "tool_call_id": call.id,
             "tool_name": call.name,
             "inputs": preview(call.arguments_json()),
         }
+        tool = self._toolbox(run.head).get(call.name)
+        if tool is not None and tool.open_world:  # MCP openWorldHint: reaches outside
+            event["open_world"] = True
+        return event
 
     def _session_outputs(self, run: RunCursor) -> list[ToolResultMessage]:
         return [m for m in (*run.history, *run.messages) if isinstance(m, ToolResultMessage)]

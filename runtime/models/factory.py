@@ -27,9 +27,17 @@ def build_model(
         from runtime.models.bedrock import BedrockConverseModel
 
         return BedrockConverseModel(name, config, client=boto_client)
+    if isinstance(config, spec.OpenAIModel | spec.AzureOpenAIModel) and config.api == "responses":
+        from runtime.models.openai_responses import OpenAIResponsesModel
+
+        return OpenAIResponsesModel(name, config, secrets, client=http_client)
     if isinstance(
         config,
-        spec.OpenAIModel | spec.AzureOpenAIModel | spec.OllamaModel | spec.OpenAICompatibleModel,
+        spec.OpenAIModel
+        | spec.AzureOpenAIModel
+        | spec.OllamaModel
+        | spec.OpenAICompatibleModel
+        | spec.AiGatewayModel,
     ):
         from runtime.models.openai_chat import OpenAIChatModel
 

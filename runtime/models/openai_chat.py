@@ -1,7 +1,9 @@
-"""OpenAI Chat Completions, also spoken by Azure OpenAI, Ollama and OpenAI-compatible servers.
+"""OpenAI Chat Completions, also spoken by Azure OpenAI, Ollama, OpenAI-compatible servers and
+Vercel AI Gateway.
 
-The four providers differ only in the URL, the auth header and the token-limit field, so one
-class serves them all.
+The five providers differ only in the URL, the auth header and the token-limit field, so one
+class serves them all (`ai_gateway` is `openai_compatible` with the gateway's base URL by
+default and a required key).
 
 The token limit: OpenAI's and Azure's reasoning models (o1, o3, o4-mini, gpt-5…) reject
 `max_tokens` ("Unsupported parameter: 'max_tokens' is not supported with this model. Use
@@ -34,13 +36,14 @@ from runtime.models.failures import classify_http
 from runtime.models.http import HttpModel, post_json, post_stream
 from runtime.models.streaming import CallBuffer, SseEvent, TextSink, event_json, unstreamed
 from runtime.spec.models import (
+    AiGatewayModel,
     AzureOpenAIModel,
     OllamaModel,
     OpenAICompatibleModel,
     OpenAIModel,
 )
 
-OpenAIConfig = OpenAIModel | AzureOpenAIModel | OllamaModel | OpenAICompatibleModel
+OpenAIConfig = OpenAIModel | AzureOpenAIModel | OllamaModel | OpenAICompatibleModel | AiGatewayModel
 
 _FINISH: dict[str, StopReason] = {"length": "max_tokens", "tool_calls": "tool_use"}
 #: OpenAI reasoning model ids, bare or behind a deployment/provider prefix: o1, o3-mini,
@@ -110,8 +113,8 @@ def openai_messages(system: str, messages: list[Message]) -> list[dict[str, Any]
 
 
 class OpenAIChatModel(HttpModel[OpenAIConfig]):
-    """One Chat Completions call per request, for openai, azure_openai, ollama and
-    openai_compatible."""
+    """One Chat Completions call per request, for openai, azure_openai, ollama,
+    openai_compatible and ai_gateway."""
 
     _limit: str | None = None  # the token-limit field, once a rejection has decided it
     _usage_option = True  # stream_options.include_usage, until a server rejects it

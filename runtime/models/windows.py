@@ -51,6 +51,7 @@ PROVIDER_WINDOWS: dict[str, int] = {
     "gemini": 1_048_576,
     "ollama": 4_096,
     "openai_compatible": 32_768,
+    "ai_gateway": 128_000,
     "scripted": 1_000_000,
 }
 

@@ -50,6 +50,7 @@ PROVIDER_NAMES = {
     "gemini": "gcp.gemini",
     "ollama": "ollama",
     "openai_compatible": "openai",
+    "ai_gateway": "vercel.ai_gateway",
     "scripted": "agentfn.scripted",
 }
 #: agentfn's stop reasons as the conventions name them (gen_ai.response.finish_reasons).

@@ -10,6 +10,7 @@ from runtime.spec.context import CompactionSettings
 from runtime.spec.databases import DatabaseAccess
 from runtime.spec.hooks import HookConfig
 from runtime.spec.models import SpecModel
+from runtime.spec.tools import PYTHON_HANDLER_RE
 from runtime.spec.types import Duration, Name
 
 Decision = Literal["approve", "reject", "edit"]
@@ -47,6 +48,11 @@ class ApprovalRule(SpecModel):
     tools: list[str] = Field(default_factory=list)
     destructive: bool = Field(
         False, description="Also gate MCP tools annotated with destructiveHint."
+    )
+    open_world: bool = Field(
+        False,
+        description="Also gate MCP tools of an open world (openWorldHint true, or absent: "
+        "the MCP default).",
     )
     timeout: Duration | None = Field(None, description="Overrides defaults.approval_timeout.")
     decisions: list[Decision] = Field(
@@ -143,10 +149,25 @@ class LambdaSettings(SpecModel):
     reserved_concurrency: int | None = Field(None, ge=0)
 
 
+class PythonPrompt(SpecModel):
+    """A system prompt computed before each model call by a function of the project's
+    tools package, from the run's context and history (runtime.engine.computed_prompt)."""
+
+    python: str = Field(
+        pattern=PYTHON_HANDLER_RE.pattern,
+        examples=["tools.prompts:support"],
+        description="MODULE:FUNCTION in the tools package: (context, history) -> str.",
+    )
+    timeout: Duration = Field(5.0, description="A call taking longer fails the run.")
+
+
 class AgentConfig(SpecModel):
     description: str = Field(min_length=1)
     model: Name | None = Field(None, description="A key of `models`; default: defaults.model.")
-    system_prompt: str = Field("You are a helpful assistant.", min_length=1)
+    system_prompt: Annotated[str, Field(min_length=1)] | PythonPrompt = Field(
+        "You are a helpful assistant.",
+        description="Text (with {date}… variables), or {python: MODULE:FUNCTION} computing it.",
+    )
     tools: list[str] = Field(
         default_factory=list,
         description="Tool names, `mcp:server`, `mcp:server/tool`, `builtin:name`.",
@@ -204,7 +225,9 @@ class AgentConfig(SpecModel):
 
     @field_validator("system_prompt")
     @classmethod
-    def _prompt_variables_known(cls, value: str) -> str:
+    def _prompt_variables_known(cls, value: "str | PythonPrompt") -> "str | PythonPrompt":
+        if not isinstance(value, str):
+            return value
         try:
             fields = prompt_variables(value)
         except ValueError as exc:

@@ -28,6 +28,12 @@ class RetrySettings(SpecModel):
 
 #: The Chat Completions request field that carries `max_tokens` (runtime.models.openai_chat).
 MaxTokensField = Literal["max_tokens", "max_completion_tokens"]
+#: Which OpenAI API an openai/azure_openai model speaks (runtime.models.openai_responses).
+OpenAIApi = Literal["chat_completions", "responses"]
+OPENAI_API_HELP = (
+    "chat_completions: POST /chat/completions (default). responses: POST /responses, "
+    "OpenAI's Responses API (instructions, input items, function tools, max_output_tokens)."
+)
 MAX_TOKENS_FIELD_HELP = (
     "The request field that carries max_tokens. Default: max_completion_tokens for openai and "
     "for azure_openai reasoning models (o1, o3, o4-mini, gpt-5…), max_tokens otherwise."
@@ -82,6 +88,7 @@ class OpenAIModel(_ModelBase):
     base_url: HttpUrl | None = None
     organization: str | None = None
     max_tokens_field: MaxTokensField | None = Field(None, description=MAX_TOKENS_FIELD_HELP)
+    api: OpenAIApi = Field("chat_completions", description=OPENAI_API_HELP)
 
 
 class AzureOpenAIModel(_ModelBase):
@@ -92,6 +99,11 @@ class AzureOpenAIModel(_ModelBase):
     api_version: str = Field("2024-10-21", min_length=1)
     api_key: SecretRef
     max_tokens_field: MaxTokensField | None = Field(None, description=MAX_TOKENS_FIELD_HELP)
+    api: OpenAIApi = Field(
+        "chat_completions",
+        description=OPENAI_API_HELP + " On Azure: {base_url}/openai/v1/responses, the "
+        "deployment as the model (api_version is not used).",
+    )
 
 
 class AnthropicModel(_ModelBase):
@@ -121,6 +133,17 @@ class OpenAICompatibleModel(_ModelBase):
     model_id: str = Field(min_length=1)
     base_url: HttpUrl
     api_key: SecretRef | None = None
+    max_tokens_field: MaxTokensField | None = Field(None, description=MAX_TOKENS_FIELD_HELP)
+
+
+class AiGatewayModel(_ModelBase):
+    """Vercel AI Gateway through its OpenAI-compatible endpoint: one key reaches many
+    providers' models, named `creator/model` (https://vercel.com/docs/ai-gateway)."""
+
+    provider: Literal["ai_gateway"]
+    model_id: str = Field(min_length=1, examples=["anthropic/claude-sonnet-4", "openai/gpt-4.1"])
+    api_key: SecretRef = Field(description="The AI Gateway API key (AI_GATEWAY_API_KEY).")
+    base_url: HttpUrl = HttpUrl("https://ai-gateway.vercel.sh/v1")
     max_tokens_field: MaxTokensField | None = Field(None, description=MAX_TOKENS_FIELD_HELP)
 
 
@@ -178,6 +201,7 @@ ModelConfig = Annotated[
     | GeminiModel
     | OllamaModel
     | OpenAICompatibleModel
+    | AiGatewayModel
     | ScriptedModel,
     Field(discriminator="provider"),
 ]
@@ -190,5 +214,6 @@ PROVIDERS = (
     "gemini",
     "ollama",
     "openai_compatible",
+    "ai_gateway",
     "scripted",
 )

@@ -15,7 +15,7 @@ from pydantic import Field, model_validator
 from runtime.spec.models import SpecModel
 from runtime.spec.types import Name
 
-STEP_KINDS = ("agent", "parallel", "map", "loop")
+STEP_KINDS = ("agent", "parallel", "map", "loop", "llm")
 
 
 class Branch(SpecModel):
@@ -45,6 +45,18 @@ class LoopStep(SpecModel):
     max_iterations: int = Field(3, ge=1, le=25)
 
 
+class LlmStep(SpecModel):
+    """One model call and nothing else: no agent loop, no tools, no history. Its answer is
+    the step's result, as an agent step's run result is (runtime.workflows.llm_step)."""
+
+    model: Name = Field(description="A model of `models` (its retry and fallbacks apply).")
+    prompt: str = Field(min_length=1, description="Template of the user message.")
+    system: str = Field("", description="System prompt (plain text).")
+    output_schema: dict[str, Any] | None = Field(
+        None, description="JSON Schema the answer must match; the result is then that value."
+    )
+
+
 class WorkflowStep(SpecModel):
     id: Name
     agent: Name | None = Field(None, description="An agent step: one run of this agent.")
@@ -52,6 +64,7 @@ class WorkflowStep(SpecModel):
     parallel: list[Branch] | None = Field(None, min_length=1, max_length=20)
     map: MapStep | None = None
     loop: LoopStep | None = None
+    llm: LlmStep | None = Field(None, description="One model call, no agent loop.")
     when: str | None = Field(None, description="Condition; false: the step is skipped.")
     on_error: Literal["fail", "continue"] = Field(
         "fail", description="`continue`: a failed step's result is null and the workflow goes on."
@@ -78,6 +91,8 @@ class WorkflowStep(SpecModel):
             return [self.agent]
         if self.parallel is not None:
             return list(dict.fromkeys(b.agent for b in self.parallel))
+        if self.llm is not None:
+            return []
         return [self.map.agent] if self.map is not None else [self.loop.agent]  # type: ignore[union-attr]
 
 
@@ -101,6 +116,10 @@ class WorkflowConfig(SpecModel):
 
     def agents(self) -> list[str]:
         return list(dict.fromkeys(a for step in self.steps for a in step.agents()))
+
+    def models(self) -> list[str]:
+        """The models its `llm` steps call (and their fallbacks: see infra.sam.workflows)."""
+        return list(dict.fromkeys(s.llm.model for s in self.steps if s.llm is not None))
 
     @model_validator(mode="after")
     def _fits_one_execution(self) -> Self:

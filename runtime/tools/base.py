@@ -83,6 +83,9 @@ class Tool(Protocol):
     timeout: float | None  # None: the agent's tool_timeout
     max_chars: int | None  # None: the agent's tool_result_max_chars
     destructive: bool
+    #: MCP `openWorldHint`: reaches an open world of external entities (never reused from
+    #: the cache, flagged in tool_call events, gated by `open_world: true` rules).
+    open_world: bool
     #: Keep every output whole in the session's tool-output cache (MCP, HTTP, Lambda tools).
     cache_outputs: bool
     #: Answer an identical earlier call of this session from the cache (read-only tools).
@@ -106,6 +109,7 @@ class FunctionTool:
     timeout: float | None = None
     max_chars: int | None = None
     destructive: bool = False
+    open_world: bool = False
     cache_outputs: bool = False
     reuse_cached: bool = False
     reference: str = ""  # set by the toolset that offers it

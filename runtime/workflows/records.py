@@ -39,6 +39,7 @@ class StepState(BaseModel):
     attempts: dict[int, int] = Field(default_factory=dict)  # index → retries used
     skipped: list[int] = Field(default_factory=list)  # branches whose `when` was false
     until_met: bool | None = None  # a loop: whether it ended by its condition
+    result_ref: str | None = None  # an llm step: the object holding its answer
     error_code: str | None = None
     error_message: str | None = None
 

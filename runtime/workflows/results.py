@@ -4,6 +4,7 @@ item), and the workflow run as the API shows it."""
 from __future__ import annotations
 
 import contextlib
+import json
 from typing import TYPE_CHECKING, Any
 
 from runtime.engine.result import final_result
@@ -24,9 +25,19 @@ def run_result(engine: Engine, run_id: str) -> Any:
     return final_result(head, engine.store.blobs) if head.status == "succeeded" else None
 
 
+def has_result(state: StepState) -> bool:
+    """Whether the step produced something to read: runs, or an llm step's answer."""
+    return bool(state.runs) or state.result_ref is not None
+
+
 def step_result(step: WorkflowStep, state: StepState, engine: Engine) -> Any:
     """An agent or loop step: its run's result (a loop's latest pass). A parallel or map
-    step: the list of its runs' results by branch or element (None where skipped or failed)."""
+    step: the list of its runs' results by branch or element (None where skipped or failed).
+    An llm step: its answer (runtime.workflows.llm_step)."""
+    if step.llm is not None:
+        if state.result_ref is None:
+            return None
+        return json.loads(engine.store.blobs.get(state.result_ref))
     by_index = {r.index: run_result(engine, r.run_id) for r in state.runs}
     if step.parallel is None and step.map is None:
         return by_index.get(0)
@@ -58,7 +69,7 @@ def workflow_view(run: WorkflowRun, config: WorkflowConfig, engine: Engine) -> d
             entry["skipped_branches"] = state.skipped
         if state.error_code:
             entry["error_code"], entry["error_message"] = state.error_code, state.error_message
-        if state.status in ("succeeded", "failed") and state.runs:
+        if state.status in ("succeeded", "failed") and has_result(state):
             entry["result"] = step_result(step, state, engine)
             if state.status == "succeeded":
                 last = entry["result"]

@@ -26,7 +26,7 @@ from runtime.workflows.records import (
     WorkflowRun,
     workflow_tag,
 )
-from runtime.workflows.results import step_result, workflow_view
+from runtime.workflows.results import has_result, step_result, workflow_view
 from runtime.workflows.steps import StepTasks
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agentfn.workflows")
 
-TASK_ACTIONS = frozenset({"plan", "run_item", "recheck", "collect", "finish", "fail"})
+TASK_ACTIONS = frozenset({"plan", "run_item", "recheck", "collect", "finish", "fail", "llm"})
 SAVE_RETRIES = 5
 
 
@@ -119,6 +119,8 @@ class WorkflowService(StepTasks):
         step = self._step(run, step_id)
         if action == "plan":
             return self._plan(run, step)
+        if action == "llm":
+            return self._llm(run, step)
         item = int(event.get("item") or 0)
         if action == "run_item":
             return self._run_item(run, step, item, str(event["task_token"]))
@@ -163,7 +165,7 @@ class WorkflowService(StepTasks):
         config = self._config(run.workflow)
         for step in config.steps:
             state = run.steps.get(step.id)
-            if state is not None and state.runs:
+            if state is not None and has_result(state):
                 scope[step.id] = step_result(step, state, self.engine)
         return scope
 

@@ -4,6 +4,7 @@ they did. See runtime.workflows.service for the whole protocol."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -138,6 +139,48 @@ class StepTasks:
         else:
             self.runs.start_execution(head)
         return {"run_id": run_id}
+
+    def _llm(self, run: WorkflowRun, step: WorkflowStep) -> dict[str, Any]:
+        """An `llm` step's one call (runtime.workflows.llm_step), tried 1 + `retries` times;
+        answers how to go on as `collect` does. A step that already answered (a retried
+        task) is not asked again."""
+        from runtime.workflows import llm_step
+
+        assert step.llm is not None
+        state = run.steps[step.id]
+        if run.status != "running":
+            return {"next": "stop", "items": []}
+        if state.status == "succeeded":
+            return {"next": "continue", "items": []}
+        code, message = "MODEL_ERROR", ""
+        for attempt in range(1 + step.retries):
+            prompt = render(step.llm.prompt, self.scope(run))
+            try:
+                value = llm_step.call(self.engine, step.llm, prompt)
+            except llm_step.LlmStepFailed as exc:
+                code, message = exc.code, str(exc)
+                continue
+            key = llm_step.result_key(run.workflow_run_id, step.id, state.iteration, attempt)
+            self.engine.store.blobs.put(key, json.dumps(value).encode())
+
+            def answered(current: WorkflowRun, key: str = key) -> bool:
+                own = current.steps[step.id]
+                own.status, own.result_ref, own.count = "succeeded", key, 1
+                return True
+
+            self._update(run.workflow_run_id, answered)
+            return {"next": "continue", "items": []}
+
+        def failed_step(current: WorkflowRun) -> bool:
+            own = current.steps[step.id]
+            own.status, own.error_code, own.error_message = "failed", code, message[:1000]
+            return True
+
+        self._update(run.workflow_run_id, failed_step)
+        if step.on_error == "continue":
+            return {"next": "continue", "items": []}
+        self._fail(run.workflow_run_id, {"code": code, "message": message, "step": step.id})
+        return {"next": "fail", "items": []}
 
     def _record_run(self, workflow_run_id: str, step_id: str, step_run: StepRun) -> None:
         def add(current: WorkflowRun) -> bool:

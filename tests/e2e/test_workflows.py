@@ -194,3 +194,38 @@ def test_bad_requests_name_the_field(stack: tuple[EmbeddedStack, WorkflowService
     with pytest.raises(InvalidRequest) as missing:
         workflows.view("0" * 32)
     assert missing.value.field == "workflow_run_id" and missing.value.not_found
+
+
+def test_llm_steps_call_their_model_once_and_feed_later_steps(
+    stack: tuple[EmbeddedStack, WorkflowService],
+) -> None:
+    """`llm` steps under moto's Step Functions: no agent run, the JSON answer (fenced, as
+    models do) checked against output_schema and read by the next step's condition, the
+    text answer of the second given to an agent step as its input."""
+    built, workflows = stack
+    run_id = workflows.start("oneshot", {"ticket": "charged twice"})["workflow_run_id"]
+    view = _finished(workflows, run_id)
+    assert view["status"] == "succeeded", view
+    tags = _step(view, "tags")
+    assert tags["result"] == {"tags": ["refund", "urgent"]}
+    assert tags["runs"] == [] and tags["kind"] == "llm"
+    summary = _step(view, "summary")["result"]
+    assert summary == "Refund twice charged customer; urgent."
+    draft = _step(view, "draft")
+    assert draft["status"] == "succeeded" and len(draft["runs"]) == 1
+    engine = built.service.engine
+    head = engine.store.load_head(draft["runs"][0]["run_id"])
+    assert engine.store.load_messages(head)[0].content == summary
+    assert view["result"] == "Dear customer, it is fixed."
+    assert _execution(built, "oneshot", run_id)["status"] == "SUCCEEDED"
+
+
+def test_an_llm_step_whose_answer_misses_its_schema_fails_after_its_retries(
+    stack: tuple[EmbeddedStack, WorkflowService],
+) -> None:
+    built, workflows = stack
+    run_id = workflows.start("unparsable", "tag it")["workflow_run_id"]
+    view = _finished(workflows, run_id)
+    assert view["status"] == "failed" and view["failed_step"] == "tags"
+    assert view["error_code"] == "OUTPUT_INVALID" and "not JSON" in view["error_message"]
+    assert _execution(built, "unparsable", run_id)["status"] == "FAILED"

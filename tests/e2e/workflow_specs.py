@@ -50,6 +50,10 @@ MODELS: dict[str, Any] = {
         {"text": "done"},
     ),
     "broken": _scripted({"error": {"status": 400, "code": "ValidationException"}}),
+    # `llm` steps: one call each (a scripted model answers every first call with entry 0)
+    "tagger": _scripted({"text": '```json\n{"tags": ["refund", "urgent"]}\n```'}),
+    "summariser": _scripted({"text": "Refund twice charged customer; urgent."}),
+    "rambler": _scripted({"text": "tags: refund"}),
 }
 TICKET = _schema(ticket={"type": "string"})
 WORKFLOWS: dict[str, Any] = {
@@ -97,6 +101,39 @@ WORKFLOWS: dict[str, Any] = {
             {
                 "id": "review",
                 "loop": {"agent": "refuser", "until": "{review.approved}", "max_iterations": 3},
+            }
+        ]
+    },
+    "oneshot": {
+        "description": "Plain model calls as steps, no agent loop, results used downstream.",
+        "input_schema": TICKET,
+        "steps": [
+            {
+                "id": "tags",
+                "llm": {
+                    "model": "tagger",
+                    "prompt": "Tag this ticket: {ticket}",
+                    "output_schema": _schema(tags={"type": "array", "items": {"type": "string"}}),
+                },
+            },
+            {
+                "id": "summary",
+                "llm": {
+                    "model": "summariser",
+                    "system": "One line.",
+                    "prompt": "Ticket: {ticket}. Tags: {tags.tags}",
+                },
+                "when": "{tags.tags.0} == 'refund'",
+            },
+            {"id": "draft", "agent": "writer", "input": "{summary}"},
+        ],
+    },
+    "unparsable": {
+        "steps": [
+            {
+                "id": "tags",
+                "llm": {"model": "rambler", "prompt": "{input}", "output_schema": _schema(tags={})},
+                "retries": 1,
             }
         ]
     },

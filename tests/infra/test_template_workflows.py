@@ -60,3 +60,46 @@ def test_only_ids_cross_the_workflow_state_machine(demo_spec: AgentfnSpec) -> No
     assert runs["Type"] == "Map" and runs["Iterator"]["States"]["check-Wait"]["Resource"].endswith(
         "waitForTaskToken"
     )
+
+
+def test_an_llm_steps_workflow_function_calls_exactly_its_models() -> None:
+    """The function of a workflow with `llm` steps may invoke their models (fallbacks too)
+    and read their secrets, and write their answers under its own runs; no other model."""
+    from infra.sam.workflows import workflow_function
+
+    spec = AgentfnSpec.model_validate(
+        {
+            "version": 1,
+            "secrets": {"openai_key": {"source": "secretsmanager"}},
+            "models": {
+                "claude": {
+                    "provider": "bedrock",
+                    "model_id": "anthropic.claude-3-haiku-20240307-v1:0",
+                    "fallbacks": ["gpt"],
+                },
+                "gpt": {
+                    "provider": "openai",
+                    "model_id": "gpt-4o",
+                    "api_key": "${secret:openai_key}",
+                },
+                "other": {"provider": "bedrock", "model_id": "amazon.nova-pro-v1:0"},
+            },
+            "agents": {"a": {"description": "d", "model": "other"}},
+            "workflows": {
+                "w": {"steps": [{"id": "s", "llm": {"model": "claude", "prompt": "{input}"}}]},
+                "plain": {"steps": [{"id": "s", "agent": "a"}]},
+            },
+        }
+    )
+    function = workflow_function(spec, "w")
+    grants = _statements(function)
+    bedrock = json.dumps(grants["LlmStepsBedrockModels"]["Resource"])
+    assert "claude-3-haiku" in bedrock and "nova" not in bedrock
+    assert "openai_key" in json.dumps(grants["LlmStepsSecretsManager"]["Resource"])
+    answers = json.dumps(grants["LlmStepAnswers"]["Resource"])
+    assert f"results/{workflow_tag('w')}*" in answers
+    assert function["Properties"]["Timeout"] == 900
+    assert "StartStepRuns" not in grants  # starts no run: no statement with no resource
+    assert all(s["Resource"] for s in grants.values())
+    plain = _statements(workflow_function(spec, "plain"))
+    assert not any(sid.startswith("LlmStep") for sid in plain)

@@ -218,6 +218,26 @@ CASES: dict[str, tuple[str, str]] = {
         """),
         "no public function 'refnd' in tools.billing; did you mean 'refund'?",
     ),
+    "computed system prompt's function missing": (
+        h("""
+        agents:
+          a:
+            description: d
+            model: m
+            system_prompt: {python: "tools.billing:prompt"}  #!
+        """),
+        "no public function 'prompt' in tools.billing",
+    ),
+    "computed system prompt outside the tools package": (
+        h("""
+        agents:
+          a:
+            description: d
+            model: m
+            system_prompt: {python: "os:getcwd"}  #!
+        """),
+        "expected 'tools.MODULE:FUNCTION', got 'os:getcwd'",
+    ),
     "python tool module missing": (
         h("""
         tools:

@@ -29,6 +29,45 @@ def w(body: str) -> str:
 
 
 CASES: dict[str, tuple[str, str]] = {
+    "an llm step's unknown model": (
+        w("""
+        workflows:
+          f:
+            steps:
+              - id: a
+                llm: {model: mm, prompt: "{input}"}  #!
+        """),
+        "unknown model 'mm'",
+    ),
+    "a property an llm step's output_schema lacks": (
+        w("""
+        workflows:
+          f:
+            steps:
+              - {id: a, llm: {model: m, prompt: "{input}", output_schema: {type: object, properties: {tags: {type: array}}}}}
+              - {id: b, agent: plain, input: "{a.tgs}"}  #!
+        """),
+        "the output_schema of step 'a' has no property 'tgs'; did you mean 'tags'?",
+    ),
+    "a property of an llm step's text answer": (
+        w("""
+        workflows:
+          f:
+            steps:
+              - {id: a, llm: {model: m, prompt: "{input}"}}
+              - {id: b, agent: plain, input: "{a.tags}"}  #!
+        """),
+        "llm step without output_schema, so its result is text",
+    ),
+    "an llm step's invalid output_schema": (
+        w("""
+        workflows:
+          f:
+            steps:
+              - {id: a, llm: {model: m, prompt: "{input}", output_schema: {type: objekt}}}  #!
+        """),
+        "not a valid JSON Schema",
+    ),
     "unknown agent": (
         w("""
         workflows:

@@ -97,3 +97,40 @@ def test_a_cancelled_workflow_starts_nothing_more() -> None:
     answer = _task(workflows, action="run_item", step="plan", item=0, task_token="t1")
     assert answer == {"run_id": None} and sfn.sent == [("t1", None)]
     assert workflows.load(run_id).steps["plan"].runs == []
+
+
+def test_an_llm_task_renders_its_prompt_calls_once_and_a_retry_does_not_call_again() -> None:
+    workflows, _sfn = _service()
+    engine = workflows.engine
+    calls: list[tuple[str, str, str]] = []
+    real = engine._build_model
+
+    def counted(name: str) -> Any:
+        model = real(name)
+        ask = model.request
+
+        async def request(request: Any) -> Any:
+            calls.append((name, request.system, request.messages[0].content))
+            return await ask(request)
+
+        model.request = request  # type: ignore[method-assign]
+        return model
+
+    engine._build_model = counted  # type: ignore[method-assign]
+    _workflow(workflows, "oneshot", {"ticket": "charged twice"})
+    assert _task(workflows, action="plan", step="tags")["run"] is True
+    assert _task(workflows, action="llm", step="tags")["next"] == "continue"
+    assert _task(workflows, action="llm", step="tags")["next"] == "continue"  # a retried task
+    assert _task(workflows, action="plan", step="summary")["run"] is True  # its `when` holds
+    assert _task(workflows, action="llm", step="summary")["next"] == "continue"
+    assert calls[0][0] == "tagger" and calls[0][2] == "Tag this ticket: charged twice"
+    assert '"tags"' in calls[0][1] and "JSON Schema" in calls[0][1]
+    assert calls[1] == (
+        "summariser",
+        "One line.",
+        'Ticket: charged twice. Tags: ["refund","urgent"]',
+    )
+    assert len(calls) == 2
+    run = workflows.load("f" * 32)
+    assert run.steps["tags"].result_ref is not None and run.steps["tags"].runs == []
+    assert workflows.scope(run)["tags"] == {"tags": ["refund", "urgent"]}

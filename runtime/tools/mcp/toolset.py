@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from runtime.schema_check import unusable
-from runtime.tools.base import FunctionTool, RichOutput, Tool, ToolContext, ToolError
+from runtime.tools.base import Effect, FunctionTool, RichOutput, Tool, ToolContext, ToolError
 from runtime.tools.mcp import live
 from runtime.tools.mcp.connection import Connection, McpServer
 from runtime.tools.mcp.elicitation import declined_note
@@ -210,6 +210,8 @@ class McpToolset:
         """
         config = self._servers[server]
         hints = tool.annotations
+        effect: Effect = "read_only" if hints and hints.read_only_hint else config.effect
+        open_world = is_open_world(tool)
         schema = tool.input_schema or {"type": "object"}
         func: Any = partial(self._call, server, tool.name)
         if problem is not None:
@@ -222,11 +224,14 @@ class McpToolset:
             description=tool.description or tool.name,
             input_schema=schema,
             func=func,
-            effect="read_only" if hints and hints.read_only_hint else config.effect,
+            effect=effect,
             timeout=config.timeout,
             destructive=bool(hints and hints.destructive_hint),
+            open_world=open_world,
             cache_outputs=True,
-            reuse_cached=False,
+            # the server's cache_reuse, for read-only tools of a closed world only: an
+            # open-world tool's answer depends on the world, not on its arguments
+            reuse_cached=config.cache_reuse and effect == "read_only" and not open_world,
             reference=f"mcp:{server}/{tool.name}",  # the identity rules match, never the name
         )
 
@@ -291,3 +296,12 @@ def _no_tools(server: str, others: tuple[str, ...]) -> str:
 
 async def _refuse_call(message: str, arguments: dict[str, Any], ctx: ToolContext) -> Any:
     raise ToolError(f"{message}; the tool cannot be called")
+
+
+def is_open_world(tool: McpTool) -> bool:
+    """The tool's `openWorldHint`; absent, true, as the MCP specification defaults it ("If
+    true, the tool may interact with an 'open world' of external entities … Default: true"):
+    a tool must say it is closed to be treated as closed."""
+    hints = tool.annotations
+    hint = getattr(hints, "open_world_hint", None) if hints is not None else None
+    return hint is not False

@@ -222,3 +222,44 @@ def test_session_cache_get_continues_exactly_where_the_preview_of_an_mcp_output_
     assert preview.content.startswith(text[:100] + "\n[output truncated: 100 of 3000 characters")
     assert "session_cache_get(id=" in preview.content and "offset=100" in preview.content
     assert broken["success"] is False  # an isError result stays a failure
+
+
+def _both(turns: int) -> list[dict[str, Any]]:
+    calls = [
+        {"name": "mcp__lab__lookup", "arguments": {"key": "k"}},
+        {"name": "mcp__lab__quote", "arguments": {"symbol": "X"}},
+    ]
+    return [*({"tool_calls": calls} for _ in range(turns)), {"text": "ok"}]
+
+
+def test_open_world_mcp_tools_are_never_answered_from_the_cache_and_are_flagged() -> None:
+    """With the server's cache_reuse, a repeated closed-world read is answered from the
+    session cache (the server is not asked again); a repeated open-world one is asked again,
+    and its tool_call events say open_world."""
+    servers = {"lab": {**LAB, "cache_reuse": True}}
+    engine = new_engine(_spec(_both(2), ["mcp:lab/lookup", "mcp:lab/quote"], servers))
+    head = asyncio.run(engine.run("a", "twice"))
+    assert head.status == "succeeded"
+    outputs: dict[str, list[str]] = {}
+    for call in engine.result(head.run_id)["tool_calls"]:
+        outputs.setdefault(call["tool_name"], []).append(str(call["output"]))
+    first, again = outputs["mcp__lab__lookup"]
+    assert first == again  # reused: the server numbered one call
+    quoted, requoted = outputs["mcp__lab__quote"]
+    assert quoted != requoted  # asked twice
+    flagged = {
+        e.data["tool_name"]: e.data.get("open_world")
+        for e in engine.store.list_events(head.run_id)
+        if e.type == "tool_call"
+    }
+    assert flagged == {"mcp__lab__quote": True, "mcp__lab__lookup": None}
+
+
+def test_an_open_world_approval_rule_gates_open_world_tools_only() -> None:
+    spec = _spec(_both(1), ["mcp:lab/lookup", "mcp:lab/quote"], {"lab": LAB})
+    data = spec.model_dump(mode="json", by_alias=True)
+    data["agents"]["a"]["approval"] = [{"open_world": True}]
+    engine = new_engine(AgentfnSpec.model_validate(data))
+    head = asyncio.run(engine.run("a", "both"))
+    assert head.status == "awaiting_approval"
+    assert [p.tool_name for p in head.pending_approval] == ["mcp__lab__quote"]

@@ -43,6 +43,8 @@ models:
   gemini: {provider: gemini, model_id: gemini-2.5-flash, api_key: "${secret:key}"}
   ollama: {provider: ollama, model_id: llama3.2}
   compatible: {provider: openai_compatible, model_id: m, base_url: "http://127.0.0.1:8000/v1"}
+  gateway: {provider: ai_gateway, model_id: anthropic/claude-sonnet-4, api_key: "${secret:key}"}
+  responses: {provider: openai, model_id: gpt-5, api_key: "${secret:key}", api: responses}
   scripted:
     provider: scripted
     script:
@@ -85,7 +87,7 @@ agents:
     compaction: {keep_turns: 2}
     hooks: [{event: pre_response, type: rule, rules: [{op: contains, value: secret, then: deny}]}]
     output_schema: {type: object, properties: {ok: {type: boolean}}}
-  worker: {description: d}
+  worker: {description: d, system_prompt: {python: "tools.prompts:worker", timeout: 2s}}
   helper: {description: d, model: ollama}
 workflows:
   flow:
@@ -94,6 +96,7 @@ workflows:
       - {id: both, parallel: [{agent: worker}, {agent: helper, when: "{first.ok}"}]}
       - {id: each, map: {over: "{first.items}", agent: worker, max_concurrency: 2}}
       - {id: again, loop: {agent: helper, until: "{again.ok}", max_iterations: 2}, on_error: continue}
+      - {id: ask, llm: {model: gateway, prompt: "{input}", output_schema: {type: object}}}
 """
 
 

@@ -15,11 +15,14 @@ Tools:
   an abrupt end of its client's stdin until the work is done.
 - `text(size)`: `size` characters of text with quotes, newlines and non-ASCII characters.
 - `picture()`: a PNG; `broken()`: an `isError` result.
+- `quote(symbol)` (read-only, openWorldHint true) and `lookup(key)` (read-only,
+  openWorldHint false): each answer numbers the call, so a reused answer shows.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import time
 from typing import Any
@@ -113,6 +116,21 @@ def picture() -> Image:
 def broken() -> str:
     """Always fails (an isError result)."""
     raise ToolError("the lab is closed")
+
+
+_CALLS = itertools.count(1)
+
+
+@server.tool(annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=True))
+def quote(symbol: str) -> str:
+    """Today's price of a symbol (the open world: it changes)."""
+    return f"{symbol}: call {next(_CALLS)}"
+
+
+@server.tool(annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False))
+def lookup(key: str) -> str:
+    """A value of the lab's own table (a closed world)."""
+    return f"{key}: call {next(_CALLS)}"
 
 
 def resources_only() -> Any:

@@ -315,3 +315,17 @@ def test_tool_names_are_sanitised_and_bounded() -> None:
     long = mcp_tools.tool_name("orders", "x" * 100)
     assert len(long) == 64 and long != mcp_tools.tool_name("orders", "x" * 99)
     assert mcp_tools.tool_name("a", "b", hashed=True) != mcp_tools.tool_name("a", "b")
+
+
+def test_an_unannotated_mcp_tool_is_of_an_open_world_as_the_mcp_specification_defaults() -> None:
+    from mcp_types import Tool as McpTool
+    from mcp_types import ToolAnnotations
+
+    from runtime.tools.mcp.toolset import is_open_world
+
+    schema = {"type": "object"}
+    assert is_open_world(McpTool(name="t", input_schema=schema)) is True
+    unsaid = ToolAnnotations(read_only_hint=True)
+    assert is_open_world(McpTool(name="t", input_schema=schema, annotations=unsaid)) is True
+    closed = ToolAnnotations(open_world_hint=False)
+    assert is_open_world(McpTool(name="t", input_schema=schema, annotations=closed)) is False

@@ -1,0 +1,46 @@
+"""Build-time checks of what the issue-25 features embed in a spec: an agent's computed
+system prompt (`system_prompt: {python: MODULE:FUNCTION}`, checked like a Python tool's
+handler: in the tools package, the function there, the module importing) and an `llm`
+workflow step's `output_schema` (a valid, safe JSON Schema, like an agent's)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from infra.issues import RefProblem
+from infra.issues import mapping as _mapping
+from infra.schema_checks import SPEC_REGEX_WORK, check_json_schema
+from infra.yamlsrc import Path_
+from runtime.regex_safety import Budget
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def check_prompts_and_llm_steps(root: dict[str, Any], project_dir: Path) -> Iterator[RefProblem]:
+    from infra.references import _check_python_handler
+
+    package = root.get("tools_package", "tools")
+    importable: dict[Path_, str] = {}
+    for name, raw in _mapping(root.get("agents")).items():
+        handler = _mapping(_mapping(raw).get("system_prompt")).get("python")
+        if isinstance(handler, str):
+            where: Path_ = ("agents", name, "system_prompt", "python")
+            found = list(_check_python_handler(handler, package, project_dir, where))
+            yield from found
+            if not found:  # it exists statically: does it import?
+                importable[where] = handler.partition(":")[0]
+    if importable and isinstance(package, str):
+        from infra.tool_imports import import_problems
+
+        yield from import_problems(importable, project_dir, package)
+    budget = Budget(SPEC_REGEX_WORK)
+    for name, raw in _mapping(root.get("workflows")).items():
+        for i, step in enumerate(_list(_mapping(raw).get("steps"))):
+            schema = _mapping(_mapping(step).get("llm")).get("output_schema")
+            if schema is not None:
+                path: Path_ = ("workflows", name, "steps", i, "llm", "output_schema")
+                yield from check_json_schema(schema, path, budget)
