@@ -15,7 +15,8 @@ def follow_stream(client: Any, path: str, after: int, as_json: bool) -> int | No
     has no stream (the deployed REST API): the caller long-polls instead."""
     import httpx
 
-    from infra.api_client import ApiError, _is_local, event_line
+    from infra.api_client import ApiError, _is_local
+    from infra.api_views import event_line
 
     headers = {"accept": "text/event-stream", "last-event-id": str(after)}
     url = client.url + path

@@ -108,7 +108,7 @@ def answer_locally(args: argparse.Namespace) -> int | None:
 def run_local(name: str, args: argparse.Namespace) -> int | None:
     """The command answered from the local state; None when the run is not there (the
     caller then asks `agentfn dev` as before)."""
-    from infra.api_client import describe, event_line
+    from infra.api_views import describe, event_line
     from infra.cli import _load
     from infra.local import local_aws
     from infra.run_cli import Progress, follow

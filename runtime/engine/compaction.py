@@ -279,7 +279,10 @@ class Compaction(Toolsets):
         last = next((m for m in reversed(run.messages) if isinstance(m, AssistantMessage)), None)
         calls = max(1, len(last.tool_calls)) if last is not None else 1
         config = self.spec.agents[run.agent]
-        fixed = ctx.tokens(config.system_prompt) + ctx.tools_tokens(self._tool_specs(head))
+        # A computed prompt's size is known per turn only: the whole request is measured
+        # before each call anyway (the guarantee), this share is the first cut.
+        written = config.system_prompt if isinstance(config.system_prompt, str) else ""
+        fixed = ctx.tokens(written) + ctx.tools_tokens(self._tool_specs(head))
         room = self._budget(run.agent) - fixed - PROMPT_SLACK
         each = int(room * ctx.RESULTS_SHARE) // calls
         return max(MIN_PREVIEW_CHARS, each * ctx.CHARS_PER_TOKEN - NOTICE_CHARS)
