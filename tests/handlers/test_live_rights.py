@@ -136,7 +136,10 @@ def test_the_template_generates_the_key_and_grants_it_to_two_functions() -> None
     assert secret["Type"] == "AWS::SecretsManager::Secret"
     assert "GenerateSecretString" in secret["Properties"]
     assert "SecretString" not in secret["Properties"]  # no value in the template
-    policies = {n: json.dumps(r.get("Properties", {}).get("Policies", [])) for n, r in resources.items()}  # fmt: skip
+    from tests.infra.cfn import function_statements
+
+    functions = [n for n, r in resources.items() if r["Type"] == "AWS::Serverless::Function"]
+    policies = {n: json.dumps(function_statements(resources, n)) for n in functions}
     readers = [
         name
         for name, policy in policies.items()

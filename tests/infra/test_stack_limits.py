@@ -69,7 +69,7 @@ def test_workflow_definitions_go_to_files_too_when_the_template_is_large(tmp_pat
     assert counted.resources == real
     size_of_processed = len(json.dumps(processed, separators=(",", ":")).encode())
     assert size_of_processed <= counted.processed_bytes <= 1.2 * size_of_processed
-    assert size_of_processed < limits.TEMPLATE_BYTES / 3
+    assert size_of_processed < limits.TEMPLATE_BYTES / 2  # inline: about 1.7 MB
 
 
 def test_every_modelled_construct_expands_as_the_transform_does() -> None:
@@ -194,12 +194,13 @@ def test_outputs_parameters_mappings_and_size_are_each_refused() -> None:
     assert limits.check(base, "{}", 1, 0).errors == []
 
 
-def test_110_agents_build_report_their_real_figures_and_warn_of_the_accounts_roles(
+def test_100_agents_build_report_their_real_figures_and_warn_of_the_accounts_roles(
     tmp_path: Path,
 ) -> None:
-    """110 agents fit; their roles pass a fifth of the account's default 1,000 (each agent
-    has two), which is a warning, and a refusal with --strict."""
-    path = write_spec(110, tmp_path)
+    """100 agents fit (the native alarms took the room of about ten more: README, Stack size
+    limits); their roles pass a fifth of the account's default 1,000 (each agent has two),
+    which is a warning, and a refusal with --strict."""
+    path = write_spec(100, tmp_path)
     real, processed = _real(template_of(path))
     result = _build(path)
     assert result.returncode == 0, result.stderr
