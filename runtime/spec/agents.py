@@ -10,6 +10,7 @@ from runtime.spec.context import CompactionSettings
 from runtime.spec.databases import DatabaseAccess
 from runtime.spec.hooks import HookConfig
 from runtime.spec.models import SpecModel
+from runtime.spec.tools import ToolFailures
 from runtime.spec.types import Duration, Name
 
 Decision = Literal["approve", "reject", "edit"]
@@ -163,6 +164,10 @@ class AgentConfig(SpecModel):
     tool_timeout: Duration | None = None
     tool_parallelism: int | None = Field(None, ge=1, le=256, description="Sync tool calls at once.")
     tool_result_max_chars: int | None = Field(None, ge=100)
+    tool_failures: ToolFailures = Field(
+        default_factory=ToolFailures,
+        description="What a failed call of a tool that sets no on_failure does.",
+    )
     output_schema: dict[str, Any] | None = Field(
         None, description="JSON Schema the final answer must satisfy."
     )
