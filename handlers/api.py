@@ -109,7 +109,12 @@ def _idempotency_layer() -> Any:
 
 def _start(r: dict[str, Any], time_left: float | None = None) -> Answer:
     answer: Answer = the_service().start(
-        r["agent"], r["input"], r["session_id"], r["wait_seconds"], time_left=time_left
+        r["agent"],
+        r["input"],
+        r["session_id"],
+        r["wait_seconds"],
+        time_left=time_left,
+        max_turns=r.get("max_turns"),
     )
     return answer
 
@@ -222,6 +227,9 @@ def _build() -> dict[str, Any]:
             None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$", description="Continue it"
         )
         wait_seconds: float = Field(10.0, ge=0, le=MAX_WAIT_SECONDS, allow_inf_nan=False)
+        max_turns: int | None = Field(
+            None, ge=1, le=1000, description="This run's turn limit, at most the agent's own"
+        )
 
     class ApprovalRequest(Strict):
         approved: bool

@@ -294,6 +294,8 @@ def cmd_start(client: Client, args: argparse.Namespace) -> int:
     body: dict[str, Any] = {"input": " ".join(args.input), "wait_seconds": args.wait}
     if args.session:
         body["session_id"] = args.session
+    if args.max_turns is not None:
+        body["max_turns"] = args.max_turns
     try:
         _, run = client.post(f"/agents/{quote(args.agent, safe='')}/runs", body)
     except ApiError as exc:
@@ -398,6 +400,9 @@ def add_parsers(sub: Any) -> None:
         "--wait", type=float, default=0, metavar="N", help="run inline up to N seconds (≤ 25)"
     )
     p.add_argument("--session", help="continue this session")
+    p.add_argument(
+        "--max-turns", type=int, metavar="N", help="this run's turn limit (≤ the agent's own)"
+    )
     p.set_defaults(func=_entry(cmd_start))
     _common(p)
 

@@ -82,6 +82,7 @@ class RunService(Executions, TeamOrchestration):
         wait_seconds: float = 0,
         *,
         time_left: float | None = None,
+        max_turns: int | None = None,
     ) -> tuple[int, dict[str, Any]]:
         """(200, result) when the run finished within `wait_seconds`, else (202, run status).
 
@@ -96,7 +97,7 @@ class RunService(Executions, TeamOrchestration):
                 else ""
             )
             raise InvalidRequest(f"no agent named {agent!r}{hint}", field="agent", not_found=True)
-        head = self.engine.start(agent, text, session_id)
+        head = self.engine.start(agent, text, session_id, max_turns=max_turns)
         budget = min(max(0.0, wait_seconds), MAX_INLINE_SECONDS)
         if time_left is not None:
             budget = min(budget, time_left - API_MARGIN_SECONDS)

@@ -28,7 +28,13 @@ from runtime.engine.cost import call_cost, charged, check_budget, next_call
 from runtime.engine.interventions import Interventions
 from runtime.engine.prompt import FINAL_TURN_NOTE, render_system_prompt, team_prompt
 from runtime.engine.result import build_result
-from runtime.engine.state import answer_text, doom_loop, own_call_ids, pending_calls
+from runtime.engine.state import (
+    answer_text,
+    check_max_turns,
+    doom_loop,
+    own_call_ids,
+    pending_calls,
+)
 from runtime.engine.team import MovedOn
 from runtime.errors import (
     MaxTurnsExceeded,
@@ -93,12 +99,21 @@ class Engine(Interventions):
     # ---- public operations -------------------------------------------------------------
 
     def start(
-        self, agent: str, text: str, session_id: str | None = None, *, step_of: Any = None
+        self,
+        agent: str,
+        text: str,
+        session_id: str | None = None,
+        *,
+        step_of: Any = None,
+        max_turns: int | None = None,
     ) -> RunHead:
         """A new run; `step_of` (runtime.workflows.service.StepLink) makes it a workflow's
-        step run, with the id the workflow chose and the token that waits for its end."""
+        step run, with the id the workflow chose and the token that waits for its end.
+        `max_turns` lowers this run's turn limit; the agent's own stays the ceiling, so a
+        caller can never buy more turns than the spec allows (a larger value is refused)."""
         now = self.clock.now()
         config = self.spec.agents[agent]
+        check_max_turns(self.spec, agent, max_turns)
         run_id = step_of.run_id if step_of is not None else new_run_id(agent)
         head = RunHead(
             run_id=run_id,
@@ -116,6 +131,7 @@ class Engine(Interventions):
             trace=self._tracer.new_ref(now) if self._tracer else None,
             workflow_run_id=step_of.workflow_run_id if step_of is not None else None,
             workflow_token=step_of.token if step_of is not None else None,
+            max_turns=max_turns,
         )
         chain = self._route_input(agent, text)
         if session_id is not None:

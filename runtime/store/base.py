@@ -196,6 +196,7 @@ class RunHead(BaseModel):
     agent_path: list[str] = Field(default_factory=list)  # who handled the run, in order
     usage_by_agent: dict[str, Usage] = Field(default_factory=dict)
     turn_budget: int | None = None  # a child's share of its parent's max_turns
+    max_turns: int | None = None  # the caller's limit for this run (under the agent's own)
     context: ContextState = Field(default_factory=ContextState)
     # ---- cost and budgets ----
     cost_usd: float = 0.0  # the whole team's, children and summaries included
