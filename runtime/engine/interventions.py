@@ -43,6 +43,27 @@ NOT_STARTED_CANCELLED = "not run: the run was cancelled before this call started
 
 
 class Interventions(Shortcuts):
+    def pending_question(self, agent: str, session_id: str) -> RunHead | None:
+        """The session's latest run when it (or a child it waits for) waits for the answer
+        to a question: the next message of the session is that answer (issue 25)."""
+        from runtime.teams import waiting_for_a_person
+
+        run_id = self.store.latest_session_run(agent, session_id)
+        if run_id is None:
+            return None
+        head = self.store.load_head(run_id)
+        if waiting_for_a_person(self.store, head, "awaiting_input") is None:
+            return None
+        return head
+
+    def answer_pending(self, head: RunHead, text: str, *, by: str | None = None) -> RunHead:
+        """Answer the question `head` (or its waiting child) asked; `head` as it is now."""
+        from runtime.teams import waiting_for_a_person
+
+        target = waiting_for_a_person(self.store, head, "awaiting_input") or head
+        answered = self.reply(target.run_id, text, by=by)
+        return answered if target.run_id == head.run_id else self.store.load_head(head.run_id)
+
     def reply(self, run_id: str, text: str, *, by: str | None = None) -> RunHead:
         """Answer a clarification: the reply becomes that tool call's result."""
         head = self.store.load_head(run_id)

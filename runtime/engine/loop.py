@@ -106,14 +106,21 @@ class Engine(Interventions):
         *,
         step_of: Any = None,
         max_turns: int | None = None,
+        answer_pending: bool = True,
     ) -> RunHead:
         """A new run; `step_of` (runtime.workflows.service.StepLink) makes it a workflow's
         step run, with the id the workflow chose and the token that waits for its end.
         `max_turns` lowers this run's turn limit; the agent's own stays the ceiling, so a
-        caller can never buy more turns than the spec allows (a larger value is refused)."""
+        caller can never buy more turns than the spec allows (a larger value is refused).
+        With `answer_pending`, a message to a session whose latest run waits for the answer
+        to a question answers it and that run (returned) goes on: no new run starts."""
         now = self.clock.now()
         config = self.spec.agents[agent]
         check_max_turns(self.spec, agent, max_turns)
+        if answer_pending and session_id is not None and step_of is None:
+            waiting = self.pending_question(agent, session_id)
+            if waiting is not None:
+                return self.answer_pending(waiting, text)
         run_id = step_of.run_id if step_of is not None else new_run_id(agent)
         head = RunHead(
             run_id=run_id,
