@@ -366,6 +366,12 @@ def _build() -> dict[str, Any]:
     def cancel_agent_run(agent: Name, run_id: Name) -> Response[Any]:
         return cancel(owned(agent, run_id))
 
+    Session = Annotated[str, Path(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")]
+
+    @route("DeleteAgentSession", {200: dict[str, Any]}, 400, 404, 409)
+    def delete_agent_session(agent: Name, session_id: Session) -> Response[Any]:
+        return ok(the_service().delete_session(agent, session_id))
+
     from handlers.api_workflows import workflow_routes
 
     workflow_routes(route, ok, Strict, Name, caller, Key)

@@ -306,6 +306,18 @@ def cmd_start(client: Client, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_session_delete(client: Client, args: argparse.Namespace) -> int:
+    """`DELETE /agents/{agent}/sessions/{id}`: the session's runs, messages and objects."""
+    path = f"/agents/{quote(args.agent, safe='')}/sessions/{quote(args.session_id, safe='')}"
+    _, answer = client.request("DELETE", path)
+    if args.json:
+        print(_dump(answer))
+    else:
+        runs = answer.get("deleted_runs") or []
+        print(f"session {args.session_id} of {args.agent}: {len(runs)} run(s) deleted")
+    return EXIT_OK
+
+
 def _workflow_names(client: Client) -> list[str]:
     try:
         listed = client.get("/workflows").get("workflows", [])
@@ -390,6 +402,14 @@ def add_parsers(sub: Any) -> None:
     p = sub.add_parser("cancel", help="cancel a run")
     p.add_argument("run_id")
     p.set_defaults(func=_entry(cmd_cancel))
+    _common(p)
+
+    p = sub.add_parser("session", help="manage sessions (HTTP API)")
+    actions = p.add_subparsers(dest="action", required=True)
+    p = actions.add_parser("delete", help="delete a session: its runs, messages, cached objects")
+    p.add_argument("session_id")
+    p.add_argument("--agent", required=True, help="the agent the session belongs to")
+    p.set_defaults(func=_entry(cmd_session_delete))
     _common(p)
 
     p = sub.add_parser("start", help="start a run (or a workflow run) over the HTTP API")
