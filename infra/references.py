@@ -150,8 +150,12 @@ def _check_approval_rule(
     rule: dict[str, Any], path: Path_, selected: list[str]
 ) -> Iterator[RefProblem]:
     patterns = _list(rule.get("tools"))
-    if not patterns and not rule.get("destructive"):
-        yield RefProblem(path, "an approval rule needs `tools` or `destructive: true`", at_key=True)
+    if "tools" in rule and not patterns:
+        yield RefProblem(
+            (*path, "tools"),
+            "an empty `tools` list gates nothing; omit `tools` to gate every tool",
+            at_key=True,
+        )
     offered = [*selected, "builtin:agent_clarify"]
     for i, pattern in enumerate(patterns):
         if not isinstance(pattern, str):

@@ -42,10 +42,13 @@ class ApprovalRule(SpecModel):
     """Gate matching tool calls on a person's decision before they run.
 
     `tools` entries use the agent's tool reference syntax and may be globs:
-    `refund`, `mcp:orders/delete_*`, `builtin:http_request`, `*`.
+    `refund`, `mcp:orders/delete_*`, `builtin:http_request`, `*`. A rule with no matcher at
+    all (no `tools`, no `destructive`) gates every tool of the agent.
     """
 
-    tools: list[str] = Field(default_factory=list)
+    tools: list[str] | None = Field(
+        None, description="Tools it gates; omitted (and no destructive): every tool."
+    )
     destructive: bool = Field(
         False, description="Also gate MCP tools annotated with destructiveHint."
     )
