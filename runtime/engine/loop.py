@@ -26,7 +26,7 @@ from runtime.engine.commits import BudgetSpent, RunCursor
 from runtime.engine.compat import agent_hash
 from runtime.engine.cost import call_cost, charged, check_budget, next_call
 from runtime.engine.interventions import Interventions
-from runtime.engine.prompt import FINAL_TURN_NOTE, render_system_prompt, team_prompt
+from runtime.engine.prompt import FINAL_TURN_NOTE, agent_prompt
 from runtime.engine.result import build_result
 from runtime.engine.state import (
     answer_text,
@@ -267,7 +267,6 @@ class Engine(Interventions):
     async def _call_model(self, run: RunCursor) -> None:
         head = run.head
         agent = run.agent
-        config = self.spec.agents[agent]
         max_turns = self._max_turns(head)
         last = next((m for m in reversed(run.messages) if not isinstance(m, SummaryMessage)), None)
         follow_up = isinstance(last, UserMessage) and last.purpose is not None
@@ -276,8 +275,7 @@ class Engine(Interventions):
         turn = head.turn if follow_up else head.turn + 1
         final_turn = turn >= max_turns
         specs = self._tool_specs(head)
-        system = render_system_prompt(agent, config, head.run_id, head.session_id, self.clock.now())
-        system = team_prompt(head, config.system_prompt, system, self.clock.now())
+        system = agent_prompt(self.spec, agent, head, self.clock.now())
         system += FINAL_TURN_NOTE if final_turn else ""
         messages, estimated = await self._fit(run, system, specs)
         model_name = self.spec.model_for(agent)

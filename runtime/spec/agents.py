@@ -167,6 +167,16 @@ class AgentConfig(SpecModel):
     tool_timeout: Duration | None = None
     tool_parallelism: int | None = Field(None, ge=1, le=256, description="Sync tool calls at once.")
     tool_result_max_chars: int | None = Field(None, ge=100)
+    inject_date: bool | None = Field(
+        None,
+        description="Add today's date to a prompt without {date}/{datetime}; default: "
+        "defaults.inject_date.",
+    )
+    default_tools: bool | None = Field(
+        None,
+        description="Offer get_time_date and list_tools_available; default: "
+        "defaults.default_tools.",
+    )
     tool_failures: ToolFailures = Field(
         default_factory=ToolFailures,
         description="What a failed call of a tool that sets no on_failure does.",
