@@ -25,6 +25,7 @@ from infra.yamlsrc import Path_
 from runtime.regex_safety import Budget
 from runtime.spec.tools import BUILTIN_TOOLS, PYTHON_HANDLER_RE, URL_PARAM_RE
 from runtime.spec.types import SECRET_REF_RE
+from runtime.tools.toolset import DEFAULT_TOOLS
 
 SENSITIVE_HEADER = re.compile(r"authorization|api[-_]?key|token|secret|password|cookie", re.I)
 
@@ -156,7 +157,8 @@ def _check_approval_rule(
             "an empty `tools` list gates nothing; omit `tools` to gate every tool",
             at_key=True,
         )
-    offered = [*selected, "builtin:agent_clarify"]
+    # agent_clarify always; get_time_date and list_tools_available unless default_tools is off
+    offered = [*selected, "builtin:agent_clarify", *DEFAULT_TOOLS]
     for i, pattern in enumerate(patterns):
         if not isinstance(pattern, str):
             continue
