@@ -18,6 +18,8 @@ import time
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from infra.api_sessions import add_session_parser
+
 DEFAULT_URL = "http://127.0.0.1:8321"
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 TERMINAL = {"succeeded", "failed", "cancelled"}
@@ -306,18 +308,6 @@ def cmd_start(client: Client, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_session_delete(client: Client, args: argparse.Namespace) -> int:
-    """`DELETE /agents/{agent}/sessions/{id}`: the session's runs, messages and objects."""
-    path = f"/agents/{quote(args.agent, safe='')}/sessions/{quote(args.session_id, safe='')}"
-    _, answer = client.request("DELETE", path)
-    if args.json:
-        print(_dump(answer))
-    else:
-        runs = answer.get("deleted_runs") or []
-        print(f"session {args.session_id} of {args.agent}: {len(runs)} run(s) deleted")
-    return EXIT_OK
-
-
 def _workflow_names(client: Client) -> list[str]:
     try:
         listed = client.get("/workflows").get("workflows", [])
@@ -404,14 +394,7 @@ def add_parsers(sub: Any) -> None:
     p.set_defaults(func=_entry(cmd_cancel))
     _common(p)
 
-    p = sub.add_parser("session", help="manage sessions (HTTP API)")
-    actions = p.add_subparsers(dest="action", required=True)
-    p = actions.add_parser("delete", help="delete a session: its runs, messages, cached objects")
-    p.add_argument("session_id")
-    p.add_argument("--agent", required=True, help="the agent the session belongs to")
-    p.set_defaults(func=_entry(cmd_session_delete))
-    _common(p)
-
+    add_session_parser(sub, _entry, _common)
     p = sub.add_parser("start", help="start a run (or a workflow run) over the HTTP API")
     p.add_argument("agent", help="an agent, or a workflow (found by its name, or --workflow)")
     p.add_argument("input", nargs="+", help="the user's message (a workflow's: JSON or text)")
@@ -420,9 +403,7 @@ def add_parsers(sub: Any) -> None:
         "--wait", type=float, default=0, metavar="N", help="run inline up to N seconds (≤ 25)"
     )
     p.add_argument("--session", help="continue this session")
-    p.add_argument(
-        "--max-turns", type=int, metavar="N", help="this run's turn limit (≤ the agent's own)"
-    )
+    p.add_argument("--max-turns", type=int, metavar="N", help="this run's turn limit (≤ its own)")
     p.set_defaults(func=_entry(cmd_start))
     _common(p)
 

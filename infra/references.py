@@ -152,12 +152,7 @@ def _check_approval_rule(
 ) -> Iterator[RefProblem]:
     patterns = _list(rule.get("tools"))
     if "tools" in rule and not patterns:
-        yield RefProblem(
-            (*path, "tools"),
-            "an empty `tools` list gates nothing; omit `tools` to gate every tool",
-            at_key=True,
-        )
-    # agent_clarify always; get_time_date and list_tools_available unless default_tools is off
+        yield RefProblem((*path, "tools"), "gates nothing: omit `tools` to gate every tool")
     offered = [*selected, "builtin:agent_clarify", *DEFAULT_TOOLS]
     for i, pattern in enumerate(patterns):
         if not isinstance(pattern, str):

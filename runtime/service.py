@@ -131,16 +131,13 @@ class RunService(Executions, TeamOrchestration):
         while head.status == "running" and time.monotonic() + LONG_POLL_INTERVAL < deadline:
             self._sleep(LONG_POLL_INTERVAL)
             head = self.engine.store.load_head(waiting.run_id)
-        head = self.engine.store.load_head(waiting.run_id)
         if head.status in TERMINAL:
             return 200, self.engine.result(head.run_id)
         return 202, self._summary(head)
 
     def delete_session(self, agent: str, session_id: str) -> dict[str, Any]:
-        """Delete a session on demand: its items, its runs' items and objects (bodies,
-        results, the tool-output cache). A run of it that has not ended is 409: cancel it
-        first, so nothing is deleted under a running execution. Deleting it again (or a
-        session that never was) deletes nothing and says so."""
+        """Delete a session, its runs' items and objects (store.delete_session); a run of it
+        that has not ended is 409 (cancel it first): nothing goes under a running execution."""
         if agent not in self.engine.spec.agents:
             raise InvalidRequest(f"no agent named {agent!r}", field="agent", not_found=True)
         store = self.engine.store

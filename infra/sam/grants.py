@@ -163,7 +163,12 @@ def api_statements(spec: AgentfnSpec) -> list[dict[str, Any]]:
         allow("ReadRunObjects", "s3:GetObject", _objects("bodies/", "results/", "tool-cache/")),
         allow("WriteRunBodies", "s3:PutObject", _objects("bodies/")),
         # DELETE /agents/{agent}/sessions/{id}: a session's items and objects, on demand.
-        allow("DeleteSessionItems", "dynamodb:BatchWriteItem", get_arn(TABLE)),
+        allow(
+            "DeleteSessionItems",
+            "dynamodb:BatchWriteItem",
+            get_arn(TABLE),
+            **leading_keys("RUN#*", "SES#*"),
+        ),
         allow(
             "DeleteSessionObjects",
             "s3:DeleteObject",

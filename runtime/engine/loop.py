@@ -28,19 +28,12 @@ from runtime.engine.cost import call_cost, charged, check_budget, next_call
 from runtime.engine.interventions import Interventions
 from runtime.engine.prompt import FINAL_TURN_NOTE, agent_prompt
 from runtime.engine.result import build_result
-from runtime.engine.state import (
-    answer_text,
-    check_max_turns,
-    doom_loop,
-    own_call_ids,
-    pending_calls,
-)
+from runtime.engine.state import answer_text, doom_loop, own_call_ids, pending_calls
 from runtime.engine.team import MovedOn
 from runtime.errors import (
     MaxTurnsExceeded,
     OutputInvalid,
     RunError,
-    RunNotFound,
     SpecChanged,
     StateConflict,
 )
@@ -110,17 +103,14 @@ class Engine(Interventions):
     ) -> RunHead:
         """A new run; `step_of` (runtime.workflows.service.StepLink) makes it a workflow's
         step run, with the id the workflow chose and the token that waits for its end.
-        `max_turns` lowers this run's turn limit; the agent's own stays the ceiling, so a
-        caller can never buy more turns than the spec allows (a larger value is refused).
-        With `answer_pending`, a message to a session whose latest run waits for the answer
-        to a question answers it and that run (returned) goes on: no new run starts."""
+        `max_turns`, `answer_pending`: Interventions.answered_instead."""
         now = self.clock.now()
         config = self.spec.agents[agent]
-        check_max_turns(self.spec, agent, max_turns)
-        if answer_pending and session_id is not None and step_of is None:
-            waiting = self.pending_question(agent, session_id)
-            if waiting is not None:
-                return self.answer_pending(waiting, text)
+        answered = self.answered_instead(
+            agent, text, session_id, step_of, max_turns, answer_pending
+        )
+        if answered is not None:
+            return answered
         run_id = step_of.run_id if step_of is not None else new_run_id(agent)
         head = RunHead(
             run_id=run_id,
@@ -215,15 +205,6 @@ class Engine(Interventions):
         if head.children:  # what the children wait for shows on the parent
             result["children"] = [self._child_view(c.run_id) for c in head.children]
         return result
-
-    def _child_view(self, run_id: str) -> dict[str, Any]:
-        try:
-            child = self.store.load_head(run_id)
-        except RunNotFound:
-            return {"run_id": run_id, "status": "starting"}
-        view = build_result(child, [], self.store.blobs)
-        keep = ("run_id", "agent", "status", "pending_approval", "clarification", "children")
-        return {k: v for k, v in view.items() if k in keep}
 
     def force_fail(self, run_id: str, code: str, message: str) -> RunHead:
         """Mark a run failed whatever holds its lease (the supervisor's verdict after a crash)."""
