@@ -28,6 +28,7 @@ from handlers.api_requests import (
     idempotent,
     json_body,
     openapi_document,
+    time_left,
     too_large,
     too_large_answer,
     unsupported_media,
@@ -62,12 +63,6 @@ def configure(service: Any = None, *, idempotency: Any = _UNSET) -> None:
         _idempotency, _starter = idempotency, None
 
 
-def build_service_from_environment() -> Any:
-    from handlers.step import build_service_from_environment as build
-
-    return build()
-
-
 def idempotency_store(table: str, client: Any = None) -> Any:
     """Records in their own table (Powertools' layout: key `id`, TTL `expiration`), one
     partition per key: no hot partition, and only the API may read or write them."""
@@ -99,6 +94,8 @@ def app_context() -> Any:
 def the_service() -> Any:
     global _service
     if _service is None:
+        from handlers.step import build_service_from_environment
+
         _service = build_service_from_environment()
     return _service
 
@@ -113,27 +110,25 @@ def _idempotency_layer() -> Any:
 
 def _start(r: dict[str, Any], time_left: float | None = None) -> Answer:
     answer: Answer = the_service().start(
-        r["agent"], r["input"], r["session_id"], r["wait_seconds"], time_left=time_left
+        r["agent"],
+        r["input"],
+        r["session_id"],
+        r["wait_seconds"],
+        time_left=time_left,
+        max_turns=r.get("max_turns"),
     )
     return answer
-
-
-def _time_left(ctx: Any) -> float | None:
-    """Seconds this invocation has left (None outside Lambda): bounds an inline advance."""
-    if hasattr(ctx, "get_remaining_time_in_millis"):
-        return float(ctx.get_remaining_time_in_millis()) / 1000
-    return None
 
 
 def start_run(agent: str, body: dict[str, Any], key: str | None, caller: str, ctx: Any) -> Answer:
     """service.start; with a key, once per (caller, key): a retry gets the first answer."""
     layer = _idempotency_layer() if key is not None else None
     if layer is None:
-        return _start({"agent": agent, **body}, _time_left(ctx))
+        return _start({"agent": agent, **body}, time_left(ctx))
     config, start = _idempotent_start(layer)
     if hasattr(ctx, "get_remaining_time_in_millis"):
         config.register_lambda_context(ctx)  # an in-progress record expires with this call
-    _request_time_left.value = _time_left(ctx)
+    _request_time_left.value = time_left(ctx)
     return start(request={"key": [caller, key], "request": {"agent": agent, **body}})
 
 
@@ -232,6 +227,9 @@ def _build() -> dict[str, Any]:
             None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$", description="Continue it"
         )
         wait_seconds: float = Field(10.0, ge=0, le=MAX_WAIT_SECONDS, allow_inf_nan=False)
+        max_turns: int | None = Field(
+            None, ge=1, le=1000, description="This run's turn limit, at most the agent's own"
+        )
 
     class ApprovalRequest(Strict):
         approved: bool
@@ -309,7 +307,7 @@ def _build() -> dict[str, Any]:
         limit: Annotated[int, Query(ge=1, le=500)] = 100,
         wait: Annotated[int, Query(ge=0, le=20)] = 0,  # long-poll: seconds to wait for one
     ) -> Response[Any]:
-        wait_for = min(wait, max(0.0, (_time_left(app.lambda_context) or 30.0) - 4))
+        wait_for = min(wait, max(0.0, (time_left(app.lambda_context) or 30.0) - 4))
         return ok(the_service().events_after(run_id, after=after, limit=limit, wait=wait_for))
 
     def caller() -> str:
@@ -368,11 +366,12 @@ def _build() -> dict[str, Any]:
     def cancel_agent_run(agent: Name, run_id: Name) -> Response[Any]:
         return cancel(owned(agent, run_id))
 
-    from handlers.api_live import watch_routes
+    from handlers.api_live import session_routes, watch_routes
     from handlers.api_workflows import workflow_routes
 
     workflow_routes(route, ok, Strict, Name, caller, Key)
     watch_routes(route, Name, owned)
+    session_routes(route, ok, Name)
 
     @route("OpenApi", {})
     def openapi() -> Response[Any]:

@@ -1,6 +1,7 @@
-"""The API's watch-token routes (registered by handlers.api's resolver): the right to watch
-one run live on the WebSocket API (runtime.watch_token), given to whoever may call
-`GET …/runs/{run_id}/watch-token` — under the agent's path, IAM grants it per agent.
+"""The API's routes about a run's or a session's life beyond its start (registered by
+handlers.api's resolver): watch tokens — the right to watch one run live on the WebSocket API
+(runtime.watch_token), given to whoever may call `GET …/runs/{run_id}/watch-token`, per agent
+under the agent's path — and deleting a session on demand (agent-scoped, for per-agent IAM).
 
 No `from __future__ import annotations`: Powertools reads these annotations at run time.
 """
@@ -42,3 +43,18 @@ def watch_routes(route: Callable[..., Any], name: Any, owned: Callable[[str, str
     @route("GetAgentRunWatchToken", {200: WatchToken}, 400, 404)
     def get_agent_run_watch_token(agent: name, run_id: name) -> Any:
         return token_for(owned(agent, run_id))
+
+
+def session_routes(route: Callable[..., Any], ok: Callable[..., Any], name: Any) -> None:
+    from typing import Annotated
+
+    from aws_lambda_powertools.event_handler import Response
+    from aws_lambda_powertools.event_handler.openapi.params import Path
+
+    Session = Annotated[str, Path(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")]
+
+    @route("DeleteAgentSession", {200: dict[str, Any]}, 400, 404, 409)
+    def delete_agent_session(agent: name, session_id: Session) -> Response[Any]:
+        from handlers.api import the_service
+
+        return ok(the_service().delete_session(agent, session_id))

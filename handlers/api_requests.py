@@ -217,3 +217,10 @@ def idempotent(layer: Any, start: Any, serializer: Any, key_prefix: str) -> tupl
         key_prefix=key_prefix,
     )
     return config, wrapped
+
+
+def time_left(ctx: Any) -> float | None:
+    """Seconds this invocation has left (None outside Lambda): bounds an inline advance."""
+    if hasattr(ctx, "get_remaining_time_in_millis"):
+        return float(ctx.get_remaining_time_in_millis()) / 1000
+    return None

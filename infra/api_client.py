@@ -20,6 +20,7 @@ import time
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from infra.api_sessions import add_session_parser
 from infra.api_views import describe, dump, event_line
 
 DEFAULT_URL = "http://127.0.0.1:8321"
@@ -249,6 +250,8 @@ def cmd_start(client: Client, args: argparse.Namespace) -> int:
     body: dict[str, Any] = {"input": " ".join(args.input), "wait_seconds": args.wait}
     if args.session:
         body["session_id"] = args.session
+    if args.max_turns is not None:
+        body["max_turns"] = args.max_turns
     try:
         _, run = client.post(f"/agents/{quote(args.agent, safe='')}/runs", body)
     except ApiError as exc:
@@ -320,6 +323,7 @@ def add_parsers(sub: Any) -> None:
     p.set_defaults(func=_entry(cmd_cancel))
     _common(p)
 
+    add_session_parser(sub, _entry, _common)
     p = sub.add_parser("start", help="start a run (or a workflow run) over the HTTP API")
     p.add_argument("agent", help="an agent, or a workflow (found by its name, or --workflow)")
     p.add_argument("input", nargs="+", help="the user's message (a workflow's: JSON or text)")
@@ -328,6 +332,7 @@ def add_parsers(sub: Any) -> None:
         "--wait", type=float, default=0, metavar="N", help="run inline up to N seconds (≤ 25)"
     )
     p.add_argument("--session", help="continue this session")
+    p.add_argument("--max-turns", type=int, metavar="N", help="this run's turn limit (≤ its own)")
     p.set_defaults(func=_entry(cmd_start))
     _common(p)
 

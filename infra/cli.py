@@ -206,6 +206,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.agent in spec.workflows:
         from infra.run_workflow import run_workflow_command
 
+        if args.max_turns is not None:
+            _err("--max-turns is for an agent; a workflow step sets its own `max_turns:`")
+            return EXIT_USAGE
+
         return run_workflow_command(args, spec)
     if args.agent not in spec.agents:
         from infra.issues import did_you_mean
@@ -214,6 +218,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         hint = did_you_mean(args.agent, names)
         _err(f"unknown agent or workflow {args.agent!r}{hint}; known: {', '.join(names)}")
         return EXIT_USAGE
+    if args.max_turns is not None:
+        from runtime.engine.state import check_max_turns
+        from runtime.errors import InvalidRequest
+
+        try:
+            check_max_turns(spec, args.agent, args.max_turns)
+        except InvalidRequest as exc:
+            _err(f"--{exc}".replace("max_turns:", "max-turns:", 1))
+            return EXIT_USAGE
     return run_command(args, spec)
 
 

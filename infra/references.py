@@ -25,6 +25,7 @@ from infra.yamlsrc import Path_
 from runtime.regex_safety import Budget
 from runtime.spec.tools import BUILTIN_TOOLS, PYTHON_HANDLER_RE, URL_PARAM_RE
 from runtime.spec.types import SECRET_REF_RE
+from runtime.tools.toolset import DEFAULT_TOOLS
 
 SENSITIVE_HEADER = re.compile(r"authorization|api[-_]?key|token|secret|password|cookie", re.I)
 
@@ -150,9 +151,9 @@ def _check_approval_rule(
     rule: dict[str, Any], path: Path_, selected: list[str]
 ) -> Iterator[RefProblem]:
     patterns = _list(rule.get("tools"))
-    if not patterns and not rule.get("destructive"):
-        yield RefProblem(path, "an approval rule needs `tools` or `destructive: true`", at_key=True)
-    offered = [*selected, "builtin:agent_clarify"]
+    if "tools" in rule and not patterns:
+        yield RefProblem((*path, "tools"), "gates nothing: omit `tools` to gate every tool")
+    offered = [*selected, "builtin:agent_clarify", *DEFAULT_TOOLS]
     for i, pattern in enumerate(patterns):
         if not isinstance(pattern, str):
             continue

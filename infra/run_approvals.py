@@ -27,7 +27,9 @@ def rule_text(spec: AgentfnSpec, agent: str, tool_name: str) -> str:
     agent_spec = spec.agents.get(agent)
     rules = agent_spec.approval if agent_spec is not None else []
     for index, rule in enumerate(rules):
-        for pattern in rule.tools:
+        if rule.tools is None and not rule.destructive and not rule.open_world:
+            return _describe_rule(spec, agent, index, "every tool")
+        for pattern in rule.tools or []:
             short = pattern.rpartition(":")[2].rpartition("/")[2]
             if fnmatch.fnmatchcase(tool_name, pattern) or fnmatch.fnmatchcase(tool_name, short):
                 return _describe_rule(spec, agent, index, f"tools {rule.tools}")

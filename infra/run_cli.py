@@ -248,6 +248,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--trace", action="store_true", help="print a waterfall of the run at the end (stderr)"
     )
+    parser.add_argument(
+        "--max-turns", type=int, metavar="N", help="this run's turn limit (≤ the agent's own)"
+    )
 
 
 def _print_result(result: dict[str, Any], as_json: bool, progress: Progress | None = None) -> None:
@@ -314,7 +317,7 @@ def _traced(engine: Any, args: argparse.Namespace, text: str, progress: Progress
 
 
 def _drive(engine: Any, args: argparse.Namespace, text: str, progress: Progress) -> int:
-    head = engine.start(args.agent, text, args.session)
+    head = engine.start(args.agent, text, args.session, max_turns=args.max_turns)
     return follow(engine, head.run_id, args, progress)
 
 

@@ -26,6 +26,7 @@ from runtime.workflows.template import (
 )
 
 RESERVED = ("input", "item")
+DEFAULT_MAX_TURNS = 25  # runtime.spec.root.Defaults.max_turns
 
 
 def _list(value: Any) -> list[Any]:
@@ -46,17 +47,26 @@ def check_workflows(data: Any) -> list[RefProblem]:
                     at_key=True,
                 )
             )
-        problems += _check_workflow(_mapping(raw), ("workflows", name), agents, models)
+        default_turns = _mapping(root.get("defaults")).get("max_turns")
+        turns = default_turns if isinstance(default_turns, int) else DEFAULT_MAX_TURNS
+        problems += _check_workflow(_mapping(raw), ("workflows", name), agents, models, turns)
     return problems
 
 
 class _Scope:
     """What a reference may name at one point of a workflow."""
 
-    def __init__(self, input_schema: Any, agents: dict[str, Any], models: dict[str, Any]):
+    def __init__(
+        self,
+        input_schema: Any,
+        agents: dict[str, Any],
+        models: dict[str, Any],
+        max_turns: int = 25,
+    ):
         self.input_schema = _mapping(input_schema) if input_schema is not None else None
         self.agents = agents
         self.models = models
+        self.max_turns = max_turns  # the spec's default turn limit
         self.steps: dict[str, dict[str, Any]] = {}  # earlier steps: id → raw step
 
     def input_properties(self) -> dict[str, Any]:
@@ -204,9 +214,13 @@ def _schema_path_problem(schema: Any, rest: list[str], what: str) -> str | None:
 
 
 def _check_workflow(
-    workflow: dict[str, Any], base: Path_, agents: dict[str, Any], models: dict[str, Any]
+    workflow: dict[str, Any],
+    base: Path_,
+    agents: dict[str, Any],
+    models: dict[str, Any],
+    max_turns: int,
 ) -> Iterator[RefProblem]:
-    scope = _Scope(workflow.get("input_schema"), agents, models)
+    scope = _Scope(workflow.get("input_schema"), agents, models, max_turns)
     for prop in scope.input_properties():
         if prop in RESERVED:
             yield RefProblem(
@@ -271,6 +285,25 @@ def _check_step(
         yield from _template(loop.get("input"), (*lpath, "input"), scope, own=step_id, loop=step)
         yield from _condition(loop.get("until"), (*lpath, "until"), scope, own=step_id, loop=step)
     yield from _condition(step.get("when"), (*path, "when"), scope)
+    yield from _step_turns(step, path, scope)
+
+
+def _step_turns(step: dict[str, Any], path: Path_, scope: _Scope) -> Iterator[RefProblem]:
+    """A step's `max_turns` lowers its runs' limit; each agent's own stays the ceiling."""
+    turns = step.get("max_turns")
+    if not isinstance(turns, int) or isinstance(turns, bool):
+        return
+    named = [step.get("agent")]
+    named += [_mapping(b).get("agent") for b in _list(step.get("parallel"))]
+    named += [_mapping(step.get(kind)).get("agent") for kind in ("map", "loop")]
+    for agent in dict.fromkeys(a for a in named if isinstance(a, str) and a in scope.agents):
+        own = _mapping(scope.agents[agent]).get("max_turns")
+        ceiling = own if isinstance(own, int) else scope.max_turns
+        if turns > ceiling:
+            yield RefProblem(
+                (*path, "max_turns"),
+                f"{turns} is over the max_turns of agent {agent!r} ({ceiling}), the ceiling",
+            )
 
 
 def _agent_ref(agent: Any, path: Path_, scope: _Scope) -> Iterator[RefProblem]:

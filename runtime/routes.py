@@ -61,6 +61,12 @@ ROUTES: tuple[Route, ...] = (
         "/agents/{agent}/runs/{run_id}/cancel",
         "Cancel a run of this agent",
     ),
+    Route(
+        "DeleteAgentSession",
+        "DELETE",
+        "/agents/{agent}/sessions/{session_id}",
+        "Delete a session of this agent: its runs, messages and cached objects",
+    ),
     Route("ListWorkflows", "GET", "/workflows", "List the workflows of this deployment"),
     Route("StartWorkflowRun", "POST", "/workflows/{workflow}/runs", "Start a workflow run"),
     Route(

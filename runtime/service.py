@@ -12,6 +12,7 @@ injected.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -20,7 +21,7 @@ from typing import Any
 
 from runtime.engine.commits import wait_until
 from runtime.engine.loop import Engine
-from runtime.errors import InvalidRequest, StateConflict, WrongState
+from runtime.errors import InvalidRequest, RunNotFound, StateConflict, WrongState
 from runtime.executions import Executions
 from runtime.observability import logs
 from runtime.stack import Stack
@@ -82,6 +83,7 @@ class RunService(Executions, TeamOrchestration):
         wait_seconds: float = 0,
         *,
         time_left: float | None = None,
+        max_turns: int | None = None,
     ) -> tuple[int, dict[str, Any]]:
         """(200, result) when the run finished within `wait_seconds`, else (202, run status).
 
@@ -96,10 +98,13 @@ class RunService(Executions, TeamOrchestration):
                 else ""
             )
             raise InvalidRequest(f"no agent named {agent!r}{hint}", field="agent", not_found=True)
-        head = self.engine.start(agent, text, session_id)
         budget = min(max(0.0, wait_seconds), MAX_INLINE_SECONDS)
         if time_left is not None:
             budget = min(budget, time_left - API_MARGIN_SECONDS)
+        waiting = self.engine.pending_question(agent, session_id) if session_id else None
+        if waiting is not None:  # the message answers the question the session's run asked
+            return self._answer_pending(waiting, text, budget)
+        head = self.engine.start(agent, text, session_id, max_turns=max_turns, answer_pending=False)
         try:
             if budget >= 1:
                 self._advance_inline(head, budget)
@@ -112,6 +117,41 @@ class RunService(Executions, TeamOrchestration):
         if head.status in TERMINAL:
             return 200, self.engine.result(head.run_id)
         return 202, self._summary(head)
+
+    def _answer_pending(
+        self, waiting: RunHead, text: str, budget: float
+    ) -> tuple[int, dict[str, Any]]:
+        """Reply to the waiting run (its execution resumes) and, within `budget`, wait for
+        it to finish or pause again, as a start would; the answer is that run's."""
+        self.reply(waiting.run_id, text)
+        deadline = time.monotonic() + budget
+        head = self.engine.store.load_head(waiting.run_id)
+        if budget >= 1 and self.sfn is None and head.status == "running":
+            self._advance_inline(head, budget)  # one process: no execution to resume
+        while head.status == "running" and time.monotonic() + LONG_POLL_INTERVAL < deadline:
+            self._sleep(LONG_POLL_INTERVAL)
+            head = self.engine.store.load_head(waiting.run_id)
+        if head.status in TERMINAL:
+            return 200, self.engine.result(head.run_id)
+        return 202, self._summary(head)
+
+    def delete_session(self, agent: str, session_id: str) -> dict[str, Any]:
+        """Delete a session, its runs' items and objects (store.delete_session); a run of it
+        that has not ended is 409 (cancel it first): nothing goes under a running execution."""
+        if agent not in self.engine.spec.agents:
+            raise InvalidRequest(f"no agent named {agent!r}", field="agent", not_found=True)
+        store = self.engine.store
+        for run_id in store.session_runs(agent, session_id):
+            with contextlib.suppress(RunNotFound):  # a half-deleted session: go on
+                head = store.load_head(run_id)
+                if head.status not in TERMINAL:
+                    raise WrongState(
+                        f"run {run_id} of session {session_id} is {head.status}; cancel it "
+                        "before deleting the session",
+                        status=head.status,
+                    )
+        deleted = store.delete_session(agent, session_id)
+        return {"agent": agent, "session_id": session_id, "deleted_runs": deleted}
 
     def get(self, run_id: str) -> dict[str, Any]:
         return self.engine.result(run_id)

@@ -148,7 +148,7 @@ function onEvent(event) {
       break;
     case "approval_requested":
     case "clarification_requested":
-      add("person", `${event.type === "approval_requested" ? "waiting for approval: " + d.calls.map((c) => c.tool_name).join(", ") : "? " + d.question}`);
+      add("person", `${event.type === "approval_requested" ? "waiting for approval: " + d.calls.map((c) => c.tool_name).join(", ") : "? " + d.question + (d.reason ? " · why: " + d.reason : "")}`);
       refresh();
       break;
     case "approval_decided":
@@ -251,7 +251,9 @@ function replyCard(run, waiter = run) {
     try { await api("POST", `/runs/${encodeURIComponent(run.run_id)}/reply`, { input: answer.value }); }
     catch (error) { alert(error.message); }
   };
-  return el("div", { class: "card" }, el("h3", {}, waiter.clarification.question), answer,
+  const why = waiter.clarification.reason;  // why the agent asks (agent_clarify's reason)
+  return el("div", { class: "card" }, el("h3", {}, waiter.clarification.question),
+    ...(why ? [el("p", { class: "reason" }, `Why: ${why}`)] : []), answer,
     el("div", { class: "actions" }, el("button", { type: "button", class: "reply", onclick: send }, "Answer")));
 }
 

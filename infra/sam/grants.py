@@ -169,6 +169,24 @@ def api_statements(spec: AgentfnSpec) -> list[dict[str, Any]]:
         ),
         allow("ReadRunObjects", "s3:GetObject", _objects("bodies/", "results/", "tool-cache/")),
         allow("WriteRunBodies", "s3:PutObject", _objects("bodies/")),
+        # DELETE /agents/{agent}/sessions/{id}: a session's items and objects, on demand.
+        allow(
+            "DeleteSessionItems",
+            "dynamodb:BatchWriteItem",
+            get_arn(TABLE),
+            **leading_keys("RUN#*", "SES#*"),
+        ),
+        allow(
+            "DeleteSessionObjects",
+            "s3:DeleteObject",
+            _objects("bodies/", "results/", "tool-cache/"),
+        ),
+        allow(
+            "ListSessionObjects",
+            "s3:ListBucket",
+            get_arn(BUCKET),
+            StringLike={"s3:prefix": ["bodies/*", "results/*", "tool-cache/*"]},
+        ),
         allow("RunAgentsInline", "lambda:InvokeFunction", THIS_STACKS_FUNCTIONS),
         allow("StartAgentStateMachines", "states:StartExecution", THIS_STACKS_STATE_MACHINES),
         allow(

@@ -21,13 +21,20 @@ from runtime.store.base import ApprovalDecision
 from runtime.tools.base import Tool
 
 
+def gates_by_annotation(rule: ApprovalRule) -> bool:
+    """Does the rule match tools by what they declare (destructive, open-world)?"""
+    return bool(rule.destructive or getattr(rule, "open_world", False))
+
+
 def rule_for(spec: AgentfnSpec, agent: str, tool: Tool | None) -> ApprovalRule | None:
     """The first approval rule of the agent that gates this tool, if any (an unknown tool
     runs nothing, so nothing gates it)."""
     if tool is None:
         return None
     for rule in spec.agents[agent].approval:
-        if any(fnmatch.fnmatchcase(tool.reference, pattern) for pattern in rule.tools):
+        if rule.tools is None and not gates_by_annotation(rule):
+            return rule  # no matcher at all: every tool
+        if any(fnmatch.fnmatchcase(tool.reference, pattern) for pattern in rule.tools or []):
             return rule
         if (rule.destructive and tool.destructive) or (rule.open_world and tool.open_world):
             return rule

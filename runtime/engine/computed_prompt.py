@@ -56,17 +56,19 @@ def recorded_prompt(blobs: BlobStore, run_id: str, agent: str, turn: int) -> str
         return None
 
 
-async def agent_prompt(
-    config: AgentConfig, run: RunCursor, package: str, blobs: BlobStore, turn: int, now: float
-) -> str:
-    """The system prompt of this model call: the text's variables filled in, or the
-    function's answer for this turn; then the team's additions (runtime.engine.prompt)."""
+async def agent_prompt(run: RunCursor, spec: Any, blobs: BlobStore, turn: int, now: float) -> str:
+    """The system prompt of this model call: the text's variables filled in (today's date
+    added when it lacks one and `inject_date` is on; a sub-agent's date is in its team
+    block), or the function's answer for this turn; then the team's additions
+    (runtime.engine.prompt)."""
     head = run.head
+    config: AgentConfig = spec.agents[run.agent]
+    dated = spec.defaults.inject_date if config.inject_date is None else config.inject_date
     if isinstance(config.system_prompt, PythonPrompt):
         system = template = await computed_prompt(
             config.system_prompt,
             run,
-            package=package,
+            package=spec.tools_package,
             blobs=blobs,
             description=config.description,
             turn=turn,
@@ -74,8 +76,15 @@ async def agent_prompt(
         )
     else:
         template = config.system_prompt
-        system = render_system_prompt(run.agent, config, head.run_id, head.session_id, now)
-    return team_prompt(head, template, system, now)
+        system = render_system_prompt(
+            run.agent,
+            config,
+            head.run_id,
+            head.session_id,
+            now,
+            inject_date=dated and head.supervisor is None,
+        )
+    return team_prompt(head, template, system, now, inject_date=dated)
 
 
 async def computed_prompt(

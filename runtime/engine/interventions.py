@@ -15,10 +15,11 @@ from __future__ import annotations
 from typing import Any
 
 from runtime.engine.approval import decision_event
+from runtime.engine.result import build_result
 from runtime.engine.shortcuts import Shortcuts
-from runtime.engine.state import pending_calls
+from runtime.engine.state import check_max_turns, pending_calls
 from runtime.engine.toolrun import error_result
-from runtime.errors import InvalidRequest, WrongState
+from runtime.errors import InvalidRequest, RunNotFound, WrongState
 from runtime.events import EventType
 from runtime.messages import AssistantMessage, Message, ToolCall, ToolResultMessage
 from runtime.schema_check import SchemaViolation, check
@@ -43,6 +44,56 @@ NOT_STARTED_CANCELLED = "not run: the run was cancelled before this call started
 
 
 class Interventions(Shortcuts):
+    def answered_instead(
+        self,
+        agent: str,
+        text: str,
+        session_id: str | None,
+        step_of: Any,
+        max_turns: int | None,
+        answer_pending: bool,
+    ) -> RunHead | None:
+        """Before a run starts: `max_turns` lowers its turn limit, and the agent's own stays
+        the ceiling, so a caller can never buy more turns than the spec allows (a larger
+        value is refused). With `answer_pending`, a message to a session whose latest run
+        waits for the answer to a question answers it: that run (returned) goes on."""
+        check_max_turns(self.spec, agent, max_turns)
+        if answer_pending and session_id is not None and step_of is None:
+            waiting = self.pending_question(agent, session_id)
+            if waiting is not None:
+                return self.answer_pending(waiting, text)
+        return None
+
+    def _child_view(self, run_id: str) -> dict[str, Any]:
+        try:
+            child = self.store.load_head(run_id)
+        except RunNotFound:
+            return {"run_id": run_id, "status": "starting"}
+        view = build_result(child, [], self.store.blobs)
+        keep = ("run_id", "agent", "status", "pending_approval", "clarification", "children")
+        return {k: v for k, v in view.items() if k in keep}
+
+    def pending_question(self, agent: str, session_id: str) -> RunHead | None:
+        """The session's latest run when it (or a child it waits for) waits for the answer
+        to a question: the next message of the session is that answer (issue 25)."""
+        from runtime.teams import waiting_for_a_person
+
+        run_id = self.store.latest_session_run(agent, session_id)
+        if run_id is None:
+            return None
+        head = self.store.load_head(run_id)
+        if waiting_for_a_person(self.store, head, "awaiting_input") is None:
+            return None
+        return head
+
+    def answer_pending(self, head: RunHead, text: str, *, by: str | None = None) -> RunHead:
+        """Answer the question `head` (or its waiting child) asked; `head` as it is now."""
+        from runtime.teams import waiting_for_a_person
+
+        target = waiting_for_a_person(self.store, head, "awaiting_input") or head
+        answered = self.reply(target.run_id, text, by=by)
+        return answered if target.run_id == head.run_id else self.store.load_head(head.run_id)
+
     def reply(self, run_id: str, text: str, *, by: str | None = None) -> RunHead:
         """Answer a clarification: the reply becomes that tool call's result."""
         head = self.store.load_head(run_id)

@@ -35,7 +35,6 @@ from runtime.errors import (
     MaxTurnsExceeded,
     OutputInvalid,
     RunError,
-    RunNotFound,
     SpecChanged,
     StateConflict,
 )
@@ -94,12 +93,25 @@ class Engine(Interventions):
     # ---- public operations -------------------------------------------------------------
 
     def start(
-        self, agent: str, text: str, session_id: str | None = None, *, step_of: Any = None
+        self,
+        agent: str,
+        text: str,
+        session_id: str | None = None,
+        *,
+        step_of: Any = None,
+        max_turns: int | None = None,
+        answer_pending: bool = True,
     ) -> RunHead:
         """A new run; `step_of` (runtime.workflows.service.StepLink) makes it a workflow's
-        step run, with the id the workflow chose and the token that waits for its end."""
+        step run, with the id the workflow chose and the token that waits for its end.
+        `max_turns`, `answer_pending`: Interventions.answered_instead."""
         now = self.clock.now()
         config = self.spec.agents[agent]
+        answered = self.answered_instead(
+            agent, text, session_id, step_of, max_turns, answer_pending
+        )
+        if answered is not None:
+            return answered
         run_id = step_of.run_id if step_of is not None else new_run_id(agent)
         head = RunHead(
             run_id=run_id,
@@ -117,6 +129,7 @@ class Engine(Interventions):
             trace=self._tracer.new_ref(now) if self._tracer else None,
             workflow_run_id=step_of.workflow_run_id if step_of is not None else None,
             workflow_token=step_of.token if step_of is not None else None,
+            max_turns=max_turns,
         )
         chain = self._route_input(agent, text)
         if session_id is not None:
@@ -194,15 +207,6 @@ class Engine(Interventions):
             result["children"] = [self._child_view(c.run_id) for c in head.children]
         return result
 
-    def _child_view(self, run_id: str) -> dict[str, Any]:
-        try:
-            child = self.store.load_head(run_id)
-        except RunNotFound:
-            return {"run_id": run_id, "status": "starting"}
-        view = build_result(child, [], self.store.blobs)
-        keep = ("run_id", "agent", "status", "pending_approval", "clarification", "children")
-        return {k: v for k, v in view.items() if k in keep}
-
     def force_fail(self, run_id: str, code: str, message: str) -> RunHead:
         """Mark a run failed whatever holds its lease (the supervisor's verdict after a crash)."""
         head = self.store.load_head(run_id)
@@ -245,7 +249,6 @@ class Engine(Interventions):
     async def _call_model(self, run: RunCursor) -> None:
         head = run.head
         agent = run.agent
-        config = self.spec.agents[agent]
         max_turns = self._max_turns(head)
         last = next((m for m in reversed(run.messages) if not isinstance(m, SummaryMessage)), None)
         follow_up = isinstance(last, UserMessage) and last.purpose is not None
@@ -254,9 +257,7 @@ class Engine(Interventions):
         turn = head.turn if follow_up else head.turn + 1
         final_turn = turn >= max_turns
         specs = self._tool_specs(head)
-        system = await agent_prompt(
-            config, run, self.spec.tools_package, self.store.blobs, turn, self.clock.now()
-        )
+        system = await agent_prompt(run, self.spec, self.store.blobs, turn, self.clock.now())
         system += FINAL_TURN_NOTE if final_turn else ""
         messages, estimated = await self._fit(run, system, specs)
         model_name = self.spec.model_for(agent)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import secrets
+from typing import Any
 
-from runtime.errors import DoomLoop
+from runtime.errors import DoomLoop, InvalidRequest
 from runtime.messages import (
     AssistantMessage,
     Message,
@@ -99,3 +100,18 @@ def doom_loop(messages: list[Message], calls: list[ToolCall]) -> DoomLoop | None
                 f"{DOOM_REPEATS} times in a row"
             )
     return None
+
+
+def check_max_turns(spec: Any, agent: str, max_turns: int | None) -> None:
+    """A per-run `max_turns` is a positive number no larger than the agent's own limit."""
+    if max_turns is None:
+        return
+    ceiling = spec.agents[agent].max_turns or spec.defaults.max_turns
+    if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
+        raise InvalidRequest("max_turns: must be a whole number of at least 1", field="max_turns")
+    if max_turns > ceiling:
+        raise InvalidRequest(
+            f"max_turns: {max_turns} is over the max_turns of agent {agent!r} ({ceiling}), "
+            "which is the ceiling for a run",
+            field="max_turns",
+        )

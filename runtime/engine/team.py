@@ -106,6 +106,8 @@ class TeamPhase(ToolPhase):
         """The team's turn budget: the entry agent's (a child's share of its parent's)."""
         config = self.spec.agents[head.agent]
         own = config.max_turns or self.spec.defaults.max_turns
+        if head.max_turns:  # the caller's per-run limit (never above the agent's own)
+            own = min(own, head.max_turns)
         return min(own, head.turn_budget) if head.turn_budget else own
 
     def _delegation_problem(self, head: RunHead, target: str) -> str | None:

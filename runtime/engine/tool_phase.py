@@ -16,6 +16,7 @@ from runtime.engine.approval import apply_decision, rule_for, timeout_for
 from runtime.engine.commits import BudgetSpent, RunCursor, wait_until
 from runtime.engine.compaction import Compaction
 from runtime.engine.hooks import EDITED, HookPhase
+from runtime.engine.tool_failures import tool_failure
 from runtime.engine.toolrun import error_result, execute, find_reusable, reuse_result
 from runtime.engine.traced import Traced
 from runtime.events import preview
@@ -144,6 +145,8 @@ class ToolPhase(Compaction, HookPhase, Traced):
                 for done in results:
                     self._record_result(run, done, last=index + 1 == len(pending))
                     index += 1
+                for done in results:
+                    self._end_on_failure(run, done)
                 continue
             call, denied = await self._pre_tool_use(run, call)  # hooks, before any person
             if denied is not None:
@@ -198,7 +201,14 @@ class ToolPhase(Compaction, HookPhase, Traced):
             result = await (execution if once else self._bounded(run, execution))
             result.decided_by = decided_by
             self._record_result(run, result, last=last, announced=once)
+            self._end_on_failure(run, result)
             index += 1
+
+    def _end_on_failure(self, run: RunCursor, result: ToolResultMessage) -> None:
+        """Raise TOOL_FAILED when the tool's (or agent's) `on_failure: fail_run` says so."""
+        failed = tool_failure(self.spec, run.agent, run.messages, result)
+        if failed is not None:
+            raise failed
 
     def _pause_for_approval(self, run: RunCursor, remaining: list[ToolCall]) -> None:
         """Pause with every undecided gated call of this step pending together."""

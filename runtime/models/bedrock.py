@@ -25,6 +25,7 @@ from runtime.models.failures import (
     context_error,
     exhausted_quota,
     quota_error,
+    says_busy,
     says_context_overflow,
     says_tools_unsupported,
     tools_error,
@@ -32,6 +33,10 @@ from runtime.models.failures import (
 from runtime.models.streaming import TextSink
 from runtime.spec.models import BedrockModel
 
+#: Codes a busy-sounding message never turns into a retry (the caller must act).
+_NEVER_BUSY_CODES = frozenset(
+    {"AccessDeniedException", "ResourceNotFoundException", "UnrecognizedClientException"}
+)
 #: Error codes worth retrying; everything else (ValidationException, AccessDeniedException,
 #: ResourceNotFoundException, ...) is the caller's problem and fails at once.
 TRANSIENT_CODES = frozenset(
@@ -324,5 +329,7 @@ def _mapped(exc: Any) -> ModelError:
     if code == "ValidationException" and says_tools_unsupported(message):
         return tools_error("bedrock", status, text)
     if code in TRANSIENT_CODES or code == "ModelStreamErrorException":
+        return TransientModelError(text, status=status, provider="bedrock")
+    if code not in _NEVER_BUSY_CODES and says_busy(status, message):
         return TransientModelError(text, status=status, provider="bedrock")
     return ModelError(text, status=status, provider="bedrock")

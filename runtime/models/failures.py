@@ -10,6 +10,9 @@ A status alone misleads in three ways this module corrects:
 - Gemini puts its wait in the body (`google.rpc.RetryInfo`), not in a Retry-After header.
 - "prompt is too long" (each provider says it its own way) is not this request's fault nor
   another model's job: `ContextOverflow` makes the engine compact the context and retry once.
+- a busy provider does not always answer 429/503: some say "request rate exceeded" with a
+  418 or "model is overloaded" with a 400. `says_busy` reads the provider's error type,
+  code and message (rate, overloaded, capacity, throttl…), so these are retried too.
 - "this model does not support tools" is a capability, not a failure of this request:
   `ToolsUnsupported` lets `runtime.models.tool_support` fall back to plain chat.
 """
@@ -76,6 +79,19 @@ _CREDIT_WORDS = re.compile(
     r"|reached your specified api usage limits",
     re.IGNORECASE,
 )
+#: How providers say "too busy, try again" whatever status they chose: rate limits ("rate
+#: limit", "request rate exceeded", "too many requests"), overload ("model is overloaded",
+#: Anthropic's `overloaded_error`), capacity ("at capacity", "insufficient capacity") and
+#: throttling (Bedrock's `ThrottlingException`). Quota and context errors are read first.
+_BUSY_WORDS = re.compile(
+    r"rate.?limit|rate (was |is )?exceeded|request rate|too many requests|overload"
+    r"|throttl|(at|over|insufficient|no|out of|lack of|exceeded) capacity"
+    r"|capacity (is )?(exceeded|constraint|limit|unavailable|reached)",
+    re.IGNORECASE,
+)
+#: Statuses a busy message never turns into a retry: the key, the permission or the model
+#: itself is wrong, and waiting cannot change that.
+_NEVER_BUSY = frozenset({401, 403, 404})
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")
 _RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
 _QUOTA_FAILURE = "type.googleapis.com/google.rpc.QuotaFailure"
@@ -87,6 +103,25 @@ def says_context_overflow(status: int | None, message: str, body: Any = None) ->
         return False
     code = str(error_object(body).get("code") or "")
     return code == "context_length_exceeded" or bool(_CONTEXT_OVERFLOW.search(message or ""))
+
+
+def says_busy(
+    status: int | None, message: str, body: Any = None, headers: Mapping[str, str] | None = None
+) -> bool:
+    """Does a refused request say the provider is busy (retry), by its type, code or words?"""
+    if status in _NEVER_BUSY:
+        return False
+    error = error_object(body)
+    if str(error.get("code")) in ("429", "503", "529"):  # a gateway passing a busy status on
+        return True
+    metadata = error.get("metadata")
+    raw = metadata.get("raw") if isinstance(metadata, dict) else None  # OpenRouter's upstream
+    kinds = [error.get("type"), error.get("code"), error.get("status"), raw]
+    if isinstance(body, dict):
+        kinds += [body.get("type") if body.get("type") != "error" else None, body.get("code")]
+    kinds.append((headers or {}).get("x-amzn-errortype"))
+    said = " ".join(str(k) for k in kinds if k) + " " + (message or "")
+    return bool(_BUSY_WORDS.search(said.replace("_", " ")))
 
 
 def context_error(provider: str, status: int | None, message: str) -> ContextOverflow:
@@ -182,7 +217,7 @@ def classify_http(
 ) -> ModelError:
     """The error for an HTTP error answer: quota exhausted, tools unsupported, transient
     (with the wait the body or the headers ask for) or plain."""
-    from runtime.models.base import error_for_status
+    from runtime.models.base import error_for_status, retry_after_seconds
 
     reason = exhausted_quota(status, body, message)
     if reason:
@@ -192,6 +227,13 @@ def classify_http(
     if 400 <= status < 500 and says_tools_unsupported(message):
         return tools_error(provider, status, message)
     error = error_for_status(provider, status, message, headers)
+    if not isinstance(error, TransientModelError) and says_busy(status, message, body, headers):
+        error = TransientModelError(
+            f"{provider} answered HTTP {status} (busy: retried): {message}",
+            status=status,
+            provider=provider,
+            retry_after=retry_after_seconds(headers),
+        )
     if isinstance(error, TransientModelError) and error.retry_after is None:
         error.retry_after = google_retry_delay(body)
     return error

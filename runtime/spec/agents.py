@@ -10,7 +10,7 @@ from runtime.spec.context import CompactionSettings
 from runtime.spec.databases import DatabaseAccess
 from runtime.spec.hooks import HookConfig
 from runtime.spec.models import SpecModel
-from runtime.spec.tools import PYTHON_HANDLER_RE
+from runtime.spec.tools import PYTHON_HANDLER_RE, ToolFailures
 from runtime.spec.types import Duration, Name
 
 Decision = Literal["approve", "reject", "edit"]
@@ -42,10 +42,13 @@ class ApprovalRule(SpecModel):
     """Gate matching tool calls on a person's decision before they run.
 
     `tools` entries use the agent's tool reference syntax and may be globs:
-    `refund`, `mcp:orders/delete_*`, `builtin:http_request`, `*`.
+    `refund`, `mcp:orders/delete_*`, `builtin:http_request`, `*`. A rule with no matcher at
+    all (no `tools`, no `destructive`) gates every tool of the agent.
     """
 
-    tools: list[str] = Field(default_factory=list)
+    tools: list[str] | None = Field(
+        None, description="Tools it gates; omitted (and no destructive): every tool."
+    )
     destructive: bool = Field(
         False, description="Also gate MCP tools annotated with destructiveHint."
     )
@@ -184,6 +187,20 @@ class AgentConfig(SpecModel):
     tool_timeout: Duration | None = None
     tool_parallelism: int | None = Field(None, ge=1, le=256, description="Sync tool calls at once.")
     tool_result_max_chars: int | None = Field(None, ge=100)
+    inject_date: bool | None = Field(
+        None,
+        description="Add today's date to a prompt without {date}/{datetime}; default: "
+        "defaults.inject_date.",
+    )
+    default_tools: bool | None = Field(
+        None,
+        description="Offer get_time_date and list_tools_available; default: "
+        "defaults.default_tools.",
+    )
+    tool_failures: ToolFailures = Field(
+        default_factory=ToolFailures,
+        description="What a failed call of a tool that sets no on_failure does.",
+    )
     output_schema: dict[str, Any] | None = Field(
         None, description="JSON Schema the final answer must satisfy."
     )

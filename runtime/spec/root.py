@@ -55,6 +55,13 @@ class Defaults(SpecModel):
     )
     compaction: CompactionSettings = Field(default_factory=CompactionSettings)
     budget: BudgetSettings | None = Field(None, description="What a run may spend.")
+    inject_date: bool = Field(
+        True,
+        description="Add today's date to a system prompt that has no {date}/{datetime}.",
+    )
+    default_tools: bool = Field(
+        True, description="Offer builtin get_time_date and list_tools_available to every agent."
+    )
 
 
 class SecretConfig(SpecModel):

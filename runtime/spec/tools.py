@@ -44,6 +44,15 @@ class _ToolBase(SpecModel):
         False,
         description="Its output is the run's final answer, without another model call.",
     )
+    on_failure: Literal["continue", "fail_run"] | None = Field(
+        None,
+        description="`fail_run`: its failure ends the run (TOOL_FAILED) after "
+        "max_consecutive_failures in a row; `continue`: the model is told. Default: the "
+        "agent's tool_failures.",
+    )
+    max_consecutive_failures: int | None = Field(
+        None, ge=1, le=100, description="Failures in a row that end the run (fail_run; 1)."
+    )
 
 
 class HttpTool(_ToolBase):
@@ -204,3 +213,12 @@ BUILTIN_TOOLS = (
     "web_scrape",
     "code_execute",
 )
+
+
+class ToolFailures(SpecModel):
+    """What a failed tool call does, for an agent's tools that do not say."""
+
+    on_failure: Literal["continue", "fail_run"] = Field(
+        "continue", description="`fail_run`: end the run with TOOL_FAILED and the tool's error."
+    )
+    max_consecutive_failures: int = Field(1, ge=1, le=100)

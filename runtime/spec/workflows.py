@@ -70,6 +70,9 @@ class WorkflowStep(SpecModel):
         "fail", description="`continue`: a failed step's result is null and the workflow goes on."
     )
     retries: int = Field(0, ge=0, le=5, description="Failed runs of the step started again.")
+    max_turns: int | None = Field(
+        None, ge=1, le=1000, description="The step's runs' turn limit (≤ each agent's own)."
+    )
 
     @model_validator(mode="after")
     def _one_kind(self) -> Self:

@@ -196,6 +196,7 @@ class RunHead(BaseModel):
     agent_path: list[str] = Field(default_factory=list)  # who handled the run, in order
     usage_by_agent: dict[str, Usage] = Field(default_factory=dict)
     turn_budget: int | None = None  # a child's share of its parent's max_turns
+    max_turns: int | None = None  # the caller's limit for this run (under the agent's own)
     context: ContextState = Field(default_factory=ContextState)
     # ---- cost and budgets ----
     cost_usd: float = 0.0  # the whole team's, children and summaries included
@@ -249,6 +250,10 @@ class BlobStore(Protocol):
         """(key, size) of objects under `prefix`, in key order."""
         ...
 
+    def delete_prefix(self, prefix: str) -> int:
+        """Delete every object under `prefix`; how many there were."""
+        ...
+
     def presign(self, key: str, seconds: int) -> str:
         """A URL that downloads the object for `seconds`, without credentials."""
         ...
@@ -288,6 +293,19 @@ class RunStore(Protocol):
     def session_state(self, agent: str, session_id: str) -> SessionState:
         """Who had the session's conversation when its last run ended (its handoff chain;
         empty: the agent itself, or a new session) and what its finished runs spent."""
+        ...
+
+    def latest_session_run(self, agent: str, session_id: str) -> str | None:
+        """The id of the session's newest run (any status), or None for a new session."""
+        ...
+
+    def session_runs(self, agent: str, session_id: str) -> list[str]:
+        """Ids of the session's runs, oldest first."""
+        ...
+
+    def delete_session(self, agent: str, session_id: str) -> list[str]:
+        """Delete the session: its items, its runs' items and their objects (bodies,
+        results, the tool-output cache). Returns the ids of the runs it held."""
         ...
 
     def due_runs(self, now: float, limit: int = 500) -> list[str]:

@@ -52,6 +52,19 @@ class S3Blobs:
             kwargs["ContinuationToken"] = answer["NextContinuationToken"]
         return found
 
+    def delete_prefix(self, prefix: str) -> int:
+        """Delete every object under `prefix` (1,000 per request); how many there were."""
+        deleted = 0
+        while True:
+            keys = [key for key, _ in self.list(prefix, limit=1000)]
+            if not keys:
+                return deleted
+            self._s3.delete_objects(
+                Bucket=self._bucket,
+                Delete={"Objects": [{"Key": k} for k in keys], "Quiet": True},
+            )
+            deleted += len(keys)
+
     def presign(self, key: str, seconds: int) -> str:
         self._s3.head_object(Bucket=self._bucket, Key=key)  # no URL for what is not there
         url: str = self._s3.generate_presigned_url(
@@ -170,6 +183,46 @@ class DynamoStore:
             if len(events) >= limit:
                 break
         return events
+
+    def latest_session_run(self, agent: str, session_id: str) -> str | None:
+        """Newest first, stopping at the first run marker (the latest run's messages come
+        before it in descending order, so a page of them may be read first)."""
+        newest = self._query(
+            it.session_pk(agent, session_id),
+            "begins_with(sk, :r)",
+            {":r": "R#"},
+            forward=False,
+            page_size=50,
+        )
+        return next(it.marker_run_ids(newest), None)
+
+    def session_runs(self, agent: str, session_id: str) -> list[str]:
+        pk = it.session_pk(agent, session_id)
+        return list(it.marker_run_ids(self._query(pk, "begins_with(sk, :r)", {":r": "R#"})))
+
+    def delete_session(self, agent: str, session_id: str) -> list[str]:
+        """Every item of the session's runs' partitions, then of the session's own (its run
+        markers last, so a crash half way leaves the runs findable for a retry), then their
+        objects."""
+        pk = it.session_pk(agent, session_id)
+        runs = self.session_runs(agent, session_id)
+        keys: list[tuple[str, str]] = []
+        for run_id in runs:
+            run_pk = it.head_key(run_id)[0]
+            keys += [(run_pk, i["sk"]) for i in self._query(run_pk, "sk >= :z", {":z": "!"})]
+        keys += [(pk, i["sk"]) for i in self._query(pk, "sk >= :z", {":z": "!"})]
+        for start in range(0, len(keys), 25):  # BatchWriteItem's limit
+            requests = [
+                {"DeleteRequest": {"Key": {"pk": {"S": k[0]}, "sk": {"S": k[1]}}}}
+                for k in keys[start : start + 25]
+            ]
+            pending: dict[str, Any] = {self._table: requests}
+            while pending:
+                answer = self._ddb.batch_write_item(RequestItems=pending)
+                pending = answer.get("UnprocessedItems") or {}
+        for prefix in it.session_blob_prefixes(agent, session_id, runs):
+            self.blobs.delete_prefix(prefix)
+        return runs
 
     def session_state(self, agent: str, session_id: str) -> SessionState:
         pk, sk = it.session_state_key(agent, session_id)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import math
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from runtime.events import Event
@@ -201,6 +201,21 @@ def session_history(newest_first: Iterable[Item], limit: int, blobs: BlobStore) 
         if isinstance(message, UserMessage) and message.purpose is None:
             return tail[index:]
     return []
+
+
+def marker_run_ids(items: Iterable[Item]) -> Iterator[str]:
+    """Run ids of a session's run markers among its items (its messages and STATE skipped)."""
+    for item in items:
+        if item["sk"].startswith("R#") and "#M#" not in item["sk"]:
+            yield str(json.loads(item["doc"])["run_id"])
+
+
+def session_blob_prefixes(agent: str, session_id: str, run_ids: Iterable[str]) -> list[str]:
+    """Where a session's objects live: its tool-output cache, and each run's bodies/results."""
+    prefixes = [f"tool-cache/{agent}/{session_id}/"]
+    for run_id in run_ids:
+        prefixes += [f"bodies/{run_id}/", f"results/{run_id}."]
+    return prefixes
 
 
 def workflow_key(workflow_run_id: str) -> tuple[str, str]:

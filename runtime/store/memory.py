@@ -35,6 +35,13 @@ class MemoryBlobs:
         keys = sorted(k for k in self.objects if k.startswith(prefix))[:limit]
         return [(k, len(self.objects[k])) for k in keys]
 
+    def delete_prefix(self, prefix: str) -> int:
+        """Delete every object under `prefix`; how many there were."""
+        keys = [k for k in list(self.objects) if k.startswith(prefix)]
+        for key in keys:
+            self.objects.pop(key, None)
+        return len(keys)
+
     def presign(self, key: str, seconds: int) -> str:
         self.get(key)  # KeyError when there is none, as S3 would answer the URL
         return f"memory://{key}?expires_in={seconds}"
@@ -100,6 +107,24 @@ class MemoryStore:
         pk, own = it.marker_key(head)
         earlier = [i for i in self._query(pk, "R#") if i["sk"] < own]
         return it.session_history(reversed(earlier), limit, self.blobs)
+
+    def latest_session_run(self, agent: str, session_id: str) -> str | None:
+        markers = reversed(list(self._query(it.session_pk(agent, session_id), "R#")))
+        return next(it.marker_run_ids(markers), None)
+
+    def session_runs(self, agent: str, session_id: str) -> list[str]:
+        return list(it.marker_run_ids(self._query(it.session_pk(agent, session_id), "R#")))
+
+    def delete_session(self, agent: str, session_id: str) -> list[str]:
+        pk = it.session_pk(agent, session_id)
+        runs = self.session_runs(agent, session_id)
+        with self._lock:
+            partitions = {pk, *(it.head_key(r)[0] for r in runs)}
+            for key in [k for k in self.items if k[0] in partitions]:
+                del self.items[key]
+        for prefix in it.session_blob_prefixes(agent, session_id, runs):
+            self.blobs.delete_prefix(prefix)
+        return runs
 
     def list_events(self, run_id: str, after: int = -1, limit: int = 100) -> list[Event]:
         pk, _ = it.head_key(run_id)

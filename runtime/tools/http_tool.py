@@ -228,11 +228,25 @@ HTTP_REQUEST_SCHEMA: dict[str, Any] = {
         "url": {"type": "string", "description": "Absolute http(s) URL."},
         "method": {"type": "string", "enum": METHODS, "default": "GET"},
         "headers": {"type": "object", "additionalProperties": {"type": "string"}},
-        "body": {"description": "A JSON value (sent as JSON) or a string (sent as is)."},
+        "body": {
+            "description": "A JSON value (sent as JSON) or a string (sent as is; as JSON when "
+            "it is a JSON object or array and no Content-Type header is given)."
+        },
     },
     "required": ["url"],
     "additionalProperties": False,
 }
+
+
+def _json_text(text: str) -> bool:
+    """Is `text` a JSON object or array (what an API's JSON body is)?"""
+    if not text.lstrip().startswith(("{", "[")):
+        return False
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
 
 
 def http_request_tool(allow_private: list[str] | None = None) -> FunctionTool:
@@ -241,15 +255,19 @@ def http_request_tool(allow_private: list[str] | None = None) -> FunctionTool:
 
     async def invoke(arguments: dict[str, Any], ctx: ToolContext) -> RichOutput:
         body = arguments.get("body")
+        headers = {str(k): str(v) for k, v in (arguments.get("headers") or {}).items()}
         payload: dict[str, Any] = {}
         if isinstance(body, str):
             payload = {"content": body}
+            if _json_text(body) and not any(k.lower() == "content-type" for k in headers):
+                # Models often write a JSON body as a string: it is still JSON (seed 004).
+                headers["Content-Type"] = "application/json"
         elif body is not None:
             payload = {"json": body}
         return await perform(
             str(arguments.get("method") or "GET").upper(),
             str(arguments["url"]),
-            headers={str(k): str(v) for k, v in (arguments.get("headers") or {}).items()},
+            headers=headers,
             ctx=ctx,
             allow=allow,
             timeout=DEFAULT_TIMEOUT,

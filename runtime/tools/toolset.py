@@ -23,6 +23,15 @@ def storage_prefix(spec: AgentfnSpec, agent: str) -> str:
     return template.replace("{agent}", agent)
 
 
+DEFAULT_TOOLS = ("builtin:get_time_date", "builtin:list_tools_available")
+
+
+def default_tools_on(spec: AgentfnSpec, agent: str) -> bool:
+    """Are get_time_date and list_tools_available offered to the agent without listing?"""
+    own = spec.agents[agent].default_tools
+    return spec.defaults.default_tools if own is None else own
+
+
 def build_toolset(
     spec: AgentfnSpec,
     agent: str,
@@ -35,9 +44,10 @@ def build_toolset(
 ) -> dict[str, Tool]:
     """Name → Tool for everything the agent may call except MCP tools.
 
-    `agent_clarify` is always offered. The session cache tools are offered automatically when
-    the agent keeps session history and has tools of its own (their outputs are what the
-    cache holds), or when listed explicitly.
+    `agent_clarify` is always offered, and `get_time_date` and `list_tools_available`
+    unless `default_tools: false` (agent or defaults). The session cache tools are offered
+    automatically when the agent keeps session history and has tools of its own (their
+    outputs are what the cache holds), or when listed explicitly.
     """
     config = spec.agents[agent]
     tools: dict[str, Tool] = {}
@@ -112,6 +122,13 @@ def build_toolset(
 
         for tool in session_cache_tools():
             tools[tool.name] = tool
+    if default_tools_on(spec, agent):  # seed 003: always there unless switched off
+        for name, make in (
+            ("get_time_date", time_date_tool),
+            ("list_tools_available", lambda: list_tools_tool(listing)),
+        ):
+            if name not in tools and name not in spec.tools:  # a declared tool keeps its name
+                tools[name] = make()
     tools["agent_clarify"] = clarify_tool()
     for name, offered in tools.items():
         offered.reference = name if name in spec.tools else f"builtin:{name}"

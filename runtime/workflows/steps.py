@@ -122,7 +122,7 @@ class StepTasks:
                 return {"run_id": None}
             link = StepLink(run_id, run.workflow_run_id, token)
             try:
-                head = self.engine.start(agent, text, step_of=link)
+                head = self.engine.start(agent, text, step_of=link, max_turns=step.max_turns)
             except StateConflict:  # a retried task raced its first attempt
                 head = self.engine.store.load_head(run_id)
             self._record_run(

@@ -160,6 +160,9 @@ def test_edit_a_pending_call_and_answer_a_clarification_from_the_page(
         seen.visibility_of_element_located((By.CSS_SELECTOR, "#waiting .card h3"))
     )
     assert "Which order is this about?" in question.text
+    why = browser.find_element(By.CSS_SELECTOR, "#waiting .card p.reason")  # issue 25
+    assert why.text == "Why: The customer has two open orders."
+    assert "why: The customer has two open orders." in browser.find_element(By.ID, "timeline").text
     assert browser.find_element(By.ID, "run-status").text == "awaiting_input"
     browser.find_element(By.CSS_SELECTOR, "#waiting .card input").send_keys("ORD-1002")
     browser.find_element(By.CSS_SELECTOR, "#waiting .card button.reply").click()

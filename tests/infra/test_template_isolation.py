@@ -115,8 +115,11 @@ def test_api_function_reads_every_run_and_runs_only_this_stacks_agents(
     run = new_run_id("billing")
     for action in ("GetItem", "Query", "PutItem"):
         assert _ddb(api, action, f"RUN#{run}"), action
-    for action in ("Scan", "DeleteItem", "UpdateItem", "BatchWriteItem"):
+    for action in ("Scan", "DeleteItem", "UpdateItem"):
         assert not _ddb(api, action, f"RUN#{run}"), action
+    # DELETE /agents/{agent}/sessions/{id} (issue 25): runs' and sessions' items only.
+    assert _ddb(api, "BatchWriteItem", f"RUN#{run}") and _ddb(api, "BatchWriteItem", "SES#b#s")
+    assert not _ddb(api, "BatchWriteItem", "WF#x")
     for action in ("GetItem", "PutItem", "UpdateItem", "DeleteItem"):
         assert _ddb(api, action, "StartRun#abc", IDEMPOTENCY_ARN), action
     assert not _ddb(api, "Scan", "StartRun#abc", IDEMPOTENCY_ARN)
@@ -125,7 +128,8 @@ def test_api_function_reads_every_run_and_runs_only_this_stacks_agents(
     assert _s3(api, "PutObject", f"bodies/{run}/M1.json")
     assert not _s3(api, "PutObject", f"results/{run}.json")
     assert not _s3(api, "GetObject", "storage/billing/notes.txt")
-    assert not _s3(api, "DeleteObject", f"bodies/{run}/M1.json")
+    assert _s3(api, "DeleteObject", f"bodies/{run}/M1.json")  # a session deleted on demand
+    assert not _s3(api, "DeleteObject", "storage/billing/notes.txt")
     for agent in full_spec.agents:
         assert allowed(api, "lambda:InvokeFunction", _function_arn(agent)), agent
         assert allowed(api, "states:StartExecution", _machine_arn(agent)), agent

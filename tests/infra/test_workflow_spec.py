@@ -187,6 +187,15 @@ CASES: dict[str, tuple[str, str]] = {
         """),
         "did you mean 'ticket'?",
     ),
+    "a step's max_turns over its agent's own": (
+        w("""
+        workflows:
+          f:
+            steps:
+              - {id: a, agent: plain, max_turns: 26}  #!
+        """),
+        "26 is over the max_turns of agent 'plain' (25), the ceiling",
+    ),
     "a workflow named like an agent": (
         w("""
         workflows:

@@ -134,3 +134,19 @@ def test_an_llm_task_renders_its_prompt_calls_once_and_a_retry_does_not_call_aga
     run = workflows.load("f" * 32)
     assert run.steps["tags"].result_ref is not None and run.steps["tags"].runs == []
     assert workflows.scope(run)["tags"] == {"tags": ["refund", "urgent"]}
+
+
+def test_a_steps_max_turns_is_on_the_run_it_starts() -> None:
+    """A workflow step's `max_turns:` lowers its runs' limit (issue 25); the run keeps it."""
+    spec = workflow_spec().model_dump(by_alias=True, exclude_unset=True)
+    spec["workflows"]["triage"]["steps"][0]["max_turns"] = 1
+    from runtime.spec import AgentfnSpec
+
+    stack = Stack(function_prefix="agentfn-x-", state_machine_prefix="arn:sm:agentfn-x-")
+    workflows = WorkflowService(
+        RunService(new_engine(AgentfnSpec.model_validate(spec)), stack, sfn=Tokens())
+    )
+    _workflow(workflows, "triage", {"ticket": "T"})
+    _task(workflows, action="plan", step="classify")
+    started = _task(workflows, action="run_item", step="classify", item=0, task_token="t1")
+    assert workflows.engine.store.load_head(started["run_id"]).max_turns == 1

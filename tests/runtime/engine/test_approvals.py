@@ -160,3 +160,36 @@ def test_rules_match_globs_builtins_and_destructive_tools() -> None:
         reference="mcp:db/wipe",
     )
     assert rule_for(spec, "a", wiper) is spec.agents["a"].approval[2]
+
+
+def test_a_rule_without_a_matcher_gates_every_tool() -> None:
+    """Seed 004 (issue 25): an approval rule with no `tools` (and no `destructive`) gates
+    every tool; `destructive: true` alone still gates only destructive tools."""
+    engine, run_id = _paused(rules=[{"timeout": "30m"}])
+    pending = engine.result(run_id)["pending_approval"]
+    assert [p["tool_name"] for p in pending] == ["echo", "charge", "charge"]
+    assert CALLS == []  # not even the read-only echo ran
+    spec = make_spec([{"text": "x"}], tools=["echo"], approval=[{"destructive": True}])
+    echo = FunctionTool("echo", "e", {}, func=None, reference="echo")
+    assert rule_for(spec, "a", echo) is None
+
+
+def test_an_empty_tools_list_is_a_validation_error(tmp_path: Any) -> None:
+    from infra.validate import validate_file
+    from tests.infra.test_validate_bad import _write_project
+
+    text = """\
+version: 1
+models:
+  m: {provider: scripted, script: [{text: hi}]}
+agents:
+  a:
+    description: d
+    model: m
+    approval:
+      - tools: []  #!
+"""
+    spec, line = _write_project(tmp_path, text)
+    result = validate_file(spec)
+    issues = [i for i in result.issues if "omit `tools` to gate every tool" in i.message]
+    assert issues and issues[0].line == line, [str(i) for i in result.issues]

@@ -23,7 +23,8 @@ def test_simple_chat_is_a_single_model_call() -> None:
     head = run(engine)
     assert head.status == "succeeded" and head.turn == 1
     assert len(_requests(engine)) == 1
-    assert [t.name for t in _requests(engine)[0].tools] == ["agent_clarify"]
+    offered = [t.name for t in _requests(engine)[0].tools]
+    assert offered == ["get_time_date", "list_tools_available", "agent_clarify"]
     result = engine.result(head.run_id)
     assert result["result"] == "Hi there." and result["tool_calls"] == []
 

@@ -192,9 +192,11 @@ def test_a_130_tool_server_is_cut_to_what_a_model_request_may_carry_with_a_warni
     # At most 128 in any role the agent may play (a supervised one has 4 team tools more);
     # its own tools always stay.
     assert 120 <= len(offered) <= 128
-    assert {"agent_clarify", "session_cache_list", "session_cache_get"} <= set(offered)
+    builtins = {"agent_clarify", "session_cache_list", "session_cache_get"}
+    builtins |= {"get_time_date", "list_tools_available"}  # the default tools
+    assert builtins <= set(offered)
     (warning,) = engine.result(head.run_id)["warnings"]
-    left_out = 130 - (len(offered) - 3)
+    left_out = 130 - (len(offered) - len(builtins))
     assert warning.startswith(f"mcp:big: {left_out} of its 130 tools were left out")
     assert "more than the 128 a model request may carry" in warning
     assert warning.endswith("select the tools it needs with mcp:big/TOOL")

@@ -275,3 +275,19 @@ def test_http_request_is_guarded_by_default(server: LocalServer) -> None:
     with pytest.raises(SsrfBlocked):
         call(http_request_tool(), {"url": "file:///etc/passwd"})
     assert server.requests == []
+
+
+def test_post_put_and_patch_send_json_by_default(server: LocalServer) -> None:
+    """Seed 004 (issue 25): an HTTP tool's arguments go as a JSON body for the methods that
+    carry one, and the `http_request` builtin sends a JSON-text string body as JSON."""
+    for method in ("POST", "PUT", "PATCH"):
+        call(make_tool(server.url + "/m", method=method), {"a": 1})
+    for seen, method in zip(server.requests, ("POST", "PUT", "PATCH"), strict=True):
+        assert seen.method == method and seen.headers["content-type"] == "application/json"
+        assert json.loads(seen.body) == {"a": 1} and seen.query == {}
+    tool = http_request_tool(allow_private=["127.0.0.1"])
+    call(tool, {"url": server.url + "/s", "method": "POST", "body": '{"k": [1]}'})
+    call(tool, {"url": server.url + "/t", "method": "POST", "body": "{not json"})
+    as_json, as_text = server.requests[3:]
+    assert as_json.headers["content-type"] == "application/json" and as_json.body == b'{"k": [1]}'
+    assert as_text.headers.get("content-type") != "application/json"
