@@ -61,7 +61,7 @@ class Client:
         url = str(httpx.URL(self.url + path, params=params or None))
         data = json.dumps(body).encode() if body is not None else b""
         headers = {"accept": "application/json"}
-        if body is not None:
+        if body is not None or method not in ("GET", "HEAD"):  # agentfn dev wants it (415)
             headers["content-type"] = "application/json"
         if self.signer is not None:
             headers = self.signer(method, url, data, headers)

@@ -26,8 +26,10 @@ from runtime.messages import CLARIFY_TOOL, AssistantMessage, Message, ToolResult
 from runtime.models.base import Model, ModelRequest, ModelResponse, result_text
 from runtime.models.failures import ToolsUnsupported
 
-#: Tools every agent is offered without asking for them.
-AUTOMATIC_TOOLS = frozenset({CLARIFY_TOOL})
+#: Tools every agent is offered without asking for them: `agent_clarify`, and the default
+#: tools (runtime.tools.toolset.DEFAULT_TOOLS, unless `default_tools: false`). An agent that
+#: has only these still answers on a model without tool support, as plain chat.
+AUTOMATIC_TOOLS = frozenset({CLARIFY_TOOL, "get_time_date", "list_tools_available"})
 
 _without_tools: set[tuple[str, str]] = set()
 

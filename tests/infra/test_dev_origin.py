@@ -240,7 +240,13 @@ def test_requests_a_page_sends_without_a_preflight_cannot_approve(dev: Dev) -> N
 
 def test_a_foreign_origin_is_refused_on_every_route(dev: Dev) -> None:
     run_id = waiting_refund(dev)
-    params = {"agent": "billing", "run_id": run_id, "workflow": "w", "workflow_run_id": "w1"}
+    params = {
+        "agent": "billing",
+        "run_id": run_id,
+        "workflow": "w",
+        "workflow_run_id": "w1",
+        "session_id": "s1",
+    }
     paths = [(r.method, r.path.format(**params)) for r in ROUTES]
     paths += [("GET", "/"), ("GET", "/console.js"), ("GET", "/runs?limit=5"),
               ("GET", f"/runs/{run_id}/stream"), ("GET", "/nowhere")]  # fmt: skip

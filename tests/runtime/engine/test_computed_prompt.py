@@ -47,12 +47,11 @@ def test_a_recorded_turn_is_never_computed_again() -> None:
     though the function would now say something else."""
     engine = _engine("engine_tools.prompts:by_history", [{"text": "ok"}])
     head = run(engine, "hi")
-    config = engine.spec.agents["a"]
     cursor = RunCursor(head=head, messages=engine.store.load_messages(head))
     prompts.PREFIX[0] = "Now you are"
     try:
-        again = asyncio.run(agent_prompt(config, cursor, "engine_tools", engine.store.blobs, 1, 0))
-        fresh = asyncio.run(agent_prompt(config, cursor, "engine_tools", engine.store.blobs, 9, 0))
+        again = asyncio.run(agent_prompt(cursor, engine.spec, engine.store.blobs, 1, 0))
+        fresh = asyncio.run(agent_prompt(cursor, engine.spec, engine.store.blobs, 9, 0))
     finally:
         prompts.PREFIX[0] = "You are"
     assert again == engine._model_cache["m"].requests[0].system
