@@ -434,6 +434,7 @@ def idle_costs(template_path: Path) -> list[tuple[str, str, float]]:
     alarms = [r for r in resources if r["Type"] == "AWS::CloudWatch::Alarm"]
     alarm_metrics = sum(_alarm_metrics(a["Properties"]) for a in alarms)
     dashboards = sum(1 for r in resources if r["Type"] == "AWS::CloudWatch::Dashboard")
+    generated = sum(1 for r in resources if r["Type"] == "AWS::SecretsManager::Secret")
     sweeps = 30 * 86_400 / spec.deployment.sweep_interval
     rows = [
         (
@@ -464,8 +465,9 @@ def idle_costs(template_path: Path) -> list[tuple[str, str, float]]:
         ),
         (
             "Secrets",
-            f"{len(spec.secrets)} declared (Secrets Manager; SSM standard parameters are free)",
-            sum(1 for s in spec.secrets.values() if s.source == "secretsmanager")
+            f"{len(spec.secrets)} declared (Secrets Manager; SSM standard parameters are free), "
+            f"and {generated} the stack generates (the live watch-token key)",
+            (sum(1 for s in spec.secrets.values() if s.source == "secretsmanager") + generated)
             * p["secret_month"],
         ),
         (
