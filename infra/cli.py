@@ -122,7 +122,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 def cmd_build(args: argparse.Namespace) -> int:
     from infra.deploy_warnings import scripted_models
     from infra.environments import selected
-    from infra.package import stage_package
+    from infra.package import mcp_files, stage_package
     from infra.sam.limits import OUTPUTS, RESOURCES, TEMPLATE_BYTES, check
     from infra.sam.template import build_template, render
 
@@ -165,9 +165,14 @@ def cmd_build(args: argparse.Namespace) -> int:
             _err(line)
         _err(f"{output} differs from what {args.file} produces; run: agentfn build")
         return 1
+    project, where = Path(args.file).resolve().parent, output.resolve().parent
+    try:
+        mcp_files(spec, project)  # a server's file outside the project would not deploy
+    except ValueError as exc:
+        _err(f"{args.file}: cannot build a template: {exc}")
+        return 1
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(text, encoding="utf-8")
-    project, where = Path(args.file).resolve().parent, output.resolve().parent
     package = stage_package(spec, project, where, args.runtime)
     f = limits.figures
     _err(f"wrote {output} ({len(spec.agents)} agents) and staged the Lambda package in {package}")

@@ -71,6 +71,15 @@ def stage_package(
             top = Path(database.path).parts[0]
             names += [] if top in names else [top]
     names += stage_knowledge_indexes(spec, project_dir, target)
+    for source, relative in mcp_files(spec, project_dir):  # stdio servers' own files
+        if relative.parts[0] == spec.tools_package:
+            continue  # shipped with the tools package
+        (target / relative).parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir():
+            shutil.copytree(source, target / relative, ignore=_IGNORE, dirs_exist_ok=True)
+        else:
+            shutil.copy2(source, target / relative)
+        names += [] if relative.parts[0] in names else [relative.parts[0]]
     (target / SPEC_FILE).write_text(
         json.dumps(spec.to_compiled(), indent=1, sort_keys=True) + "\n", encoding="utf-8"
     )
@@ -80,6 +89,45 @@ def stage_package(
     stage_layers(spec, template_dir, python)
     stage_definitions(spec, template_dir)
     return target
+
+
+def mcp_files(spec: AgentfnSpec, project_dir: Path) -> list[tuple[Path, Path]]:
+    """(file, its path in the project) for each local file a deployed stdio MCP server is
+    started from: its `command` or `args` written as relative paths (runtime.tools.paths), so
+    the package holds them where the server looks. A ValueError names one outside the project:
+    it would not be deployed."""
+    from runtime.spec.tools import StdioMcpServer
+    from runtime.tools.paths import is_path
+
+    used = {
+        ref.removeprefix("mcp:").partition("/")[0]
+        for agent in spec.agents.values()
+        for ref in agent.tools
+        if ref.startswith("mcp:")
+    }
+    root = project_dir.resolve()
+    found: list[tuple[Path, Path]] = []
+    for name in sorted(used):
+        config = spec.mcp_servers.get(name)
+        if not isinstance(config, StdioMcpServer) or not config.enabled:
+            continue
+        folder = root / config.cwd if config.cwd else root
+        written = [("command", config.command)] + [
+            (f"args[{i}]", arg) for i, arg in enumerate(config.args)
+        ]
+        for key, value in written:
+            if value.startswith("-") or "://" in value or Path(value).is_absolute():
+                continue  # an option, a URL, or a path of the machine's own
+            path = (folder / value).resolve()
+            if not path.exists() or (key == "command" and not is_path(value)):
+                continue  # a module name, a word, or a program looked up on PATH
+            if not path.is_relative_to(root):
+                raise ValueError(
+                    f"mcp_servers.{name}.{key}: {value!r} is outside the project folder "
+                    f"{root}, so it would not be deployed: move it into the project"
+                )
+            found.append((path, path.relative_to(root)))
+    return found
 
 
 def stage_knowledge_indexes(spec: AgentfnSpec, project_dir: Path, target: Path) -> list[str]:

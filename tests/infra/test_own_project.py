@@ -289,3 +289,34 @@ def test_a_web_search_key_is_a_secret_that_validates_and_runs(
     [search] = json.loads(done.stdout)["tool_calls"]
     assert search["success"], search
     assert web_server.KEY not in done.stdout + done.stderr  # the key itself is never shown
+
+
+def test_build_ships_a_stdio_servers_files_and_refuses_one_outside_the_project(
+    tmp_path: Path,
+) -> None:
+    project = _paths_project(tmp_path)
+    done = run_agentfn("build", cwd=project)
+    assert done.returncode == 0, done.stderr
+    shipped = project / ".agentfn" / "package" / "servers" / "orders.py"
+    assert shipped.read_text() == (project / "servers" / "orders.py").read_text()
+    assert "servers" in (project / ".agentfn" / "package" / "Makefile").read_text()
+    outside = tmp_path / "elsewhere.py"
+    shutil.copy(project / "servers" / "orders.py", outside)
+    (project / "agents.yaml").write_text(
+        PATHS_SPEC.replace("[servers/orders.py]", "[../elsewhere.py]")
+    )
+    (project / "template.yaml").unlink()
+    done = run_agentfn("build", cwd=project)
+    assert done.returncode == 1
+    assert (
+        "mcp_servers.orders.args[0]: '../elsewhere.py' is outside the project folder"
+    ) in done.stderr
+    assert not (project / "template.yaml").exists()
+
+
+def test_run_json_says_who_decided_each_call() -> None:
+    done = run_agentfn("run", "billing", "Refund ORD-1001, it broke", "--approve", "--json")
+    assert done.returncode == 0, done.stderr
+    calls = json.loads(done.stdout)["tool_calls"]
+    refund = calls[0]
+    assert refund["tool_name"] == "issue_refund" and refund["decided_by"] == "cli"
