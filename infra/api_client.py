@@ -213,19 +213,27 @@ def cmd_approve(client: Client, args: argparse.Namespace) -> int:
         body["reason"] = args.reason
     if args.tool_call_id:
         body["tool_call_id"] = args.tool_call_id
-    if args.edit is not None:
-        if args.deny:
-            raise UsageError("--edit approves with changed inputs; it cannot go with --deny")
-        try:
-            edited = json.loads(args.edit)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"--edit is not JSON: {exc}") from exc
-        if not isinstance(edited, dict):
-            raise UsageError("--edit must be a JSON object (the tool's inputs)")
+    edited = edited_inputs(args)
+    if edited is not None:
         body["edited_inputs"] = edited
     _, run = client.post(_run_path(args.run_id, "/approval"), body)
     print(_dump(run) if args.json else describe(run))
     return EXIT_OK
+
+
+def edited_inputs(args: argparse.Namespace) -> dict[str, Any] | None:
+    """`--edit JSON` (the approver's inputs for the call), checked: None without --edit."""
+    if args.edit is None:
+        return None
+    if args.deny:
+        raise UsageError("--edit approves with changed inputs; it cannot go with --deny")
+    try:
+        edited = json.loads(args.edit)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--edit is not JSON: {exc}") from exc
+    if not isinstance(edited, dict):
+        raise UsageError("--edit must be a JSON object (the tool's inputs)")
+    return edited
 
 
 def cmd_reply(client: Client, args: argparse.Namespace) -> int:

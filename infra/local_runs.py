@@ -137,7 +137,9 @@ def run_local(name: str, args: argparse.Namespace) -> int | None:
                 _show(engine, args.run_id, args.json, describe)
                 return EXIT_OK
             if name == "approve":
-                edited = _edited(args)
+                from infra.api_client import edited_inputs
+
+                edited = edited_inputs(args)
                 engine.decide(
                     args.run_id,
                     approved=not args.deny,
@@ -153,24 +155,6 @@ def run_local(name: str, args: argparse.Namespace) -> int | None:
             return EXIT_ERROR
         resume = argparse.Namespace(json=args.json, reply=[], approve=None, deny=False, reason=None)
         return follow(engine, _root(engine, head).run_id, resume, progress)
-
-
-def _edited(args: argparse.Namespace) -> dict[str, Any] | None:
-    import json
-
-    from infra.api_client import UsageError
-
-    if args.edit is None:
-        return None
-    if args.deny:
-        raise UsageError("--edit approves with changed inputs; it cannot go with --deny")
-    try:
-        edited = json.loads(args.edit)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"--edit is not JSON: {exc}") from exc
-    if not isinstance(edited, dict):
-        raise UsageError("--edit must be a JSON object (the tool's inputs)")
-    return edited
 
 
 def _root(engine: Any, head: Any) -> Any:

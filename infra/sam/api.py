@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from infra.sam import grants, live
+from infra.sam.access_logs import WHO_CALLED
 from infra.sam.data import IDEMPOTENCY_TABLE
 from infra.sam.intrinsics import ref, sub
 from runtime.routes import ROUTES
@@ -15,16 +16,10 @@ API = "Api"
 API_FUNCTION = "ApiFunction"
 ACCESS_LOGS = "ApiAccessLogs"
 
-#: One JSON object per request: who called (the IAM identity for SigV4 callers), what and
-#: how it ended. `extendedRequestId` is API Gateway's own id; a client can set `requestId`.
+#: One JSON object per request: who called, what and how it ended.
 ACCESS_LOG_FORMAT = json.dumps(
     {
-        "requestId": "$context.requestId",
-        "extendedRequestId": "$context.extendedRequestId",
-        "ip": "$context.identity.sourceIp",
-        "caller": "$context.identity.caller",
-        "user": "$context.identity.user",
-        "userArn": "$context.identity.userArn",
+        **WHO_CALLED,
         "principalId": "$context.authorizer.principalId",
         "requestTime": "$context.requestTime",
         "httpMethod": "$context.httpMethod",

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from infra.sam.access_logs import WHO_CALLED
 from infra.sam.data import TABLE
 from infra.sam.grants import allow, leading_keys
 from infra.sam.intrinsics import arn, get_arn, ref, sub
@@ -34,12 +35,7 @@ LIVE_ACCESS_LOGS = "LiveAccessLogs"
 #: connection and route, and how it ended.
 ACCESS_LOG_FORMAT = json.dumps(
     {
-        "requestId": "$context.requestId",
-        "extendedRequestId": "$context.extendedRequestId",
-        "ip": "$context.identity.sourceIp",
-        "caller": "$context.identity.caller",
-        "user": "$context.identity.user",
-        "userArn": "$context.identity.userArn",
+        **WHO_CALLED,
         "requestTime": "$context.requestTime",
         "eventType": "$context.eventType",
         "routeKey": "$context.routeKey",
