@@ -50,6 +50,24 @@ def _validated(spec_file: str, env: str | None) -> ValidationResult | None:
     return result
 
 
+def _imports_fail(spec: AgentfnSpec, file: str) -> bool:
+    """Report each Python tool whose module does not import (infra.tool_imports), located
+    like any problem; True when there is one."""
+    from infra.issues import format_path
+    from infra.tool_imports import import_problems
+    from infra.yamlsrc import load_yaml, read_spec_text
+
+    found = list(import_problems(spec))
+    if not found:
+        return False
+    _, source = load_yaml(read_spec_text(Path(file)))
+    for problem in found:
+        _, at = source.locate(problem.path, key=problem.at_key)
+        _err(f"{file}:{at.line}:{at.column}: {format_path(problem.path)}: {problem.message}")
+    _err(f"{len(found)} problem{'s' if len(found) != 1 else ''} found.")
+    return True
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     result = validate_file(Path(args.file))
     if not result.ok:
@@ -57,6 +75,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         return 1
     spec = result.spec
     assert spec is not None
+    if _imports_fail(spec, args.file):
+        return 1
     print(
         f"{args.file}: valid — {len(spec.agents)} agents, {len(spec.tools)} tools, "
         f"{len(spec.models)} models, {len(spec.mcp_servers)} MCP servers, "
@@ -131,6 +151,8 @@ def cmd_build(args: argparse.Namespace) -> int:
         return 1
     spec = result.spec
     assert spec is not None
+    if _imports_fail(spec, args.file):
+        return 1
     try:
         template = build_template(spec, runtime=args.runtime)
     except ValueError as exc:  # what only a deployment needs (code_execute's VPC, …)

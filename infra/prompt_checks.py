@@ -1,6 +1,7 @@
 """Build-time checks of what the issue-25 features embed in a spec: an agent's computed
 system prompt (`system_prompt: {python: MODULE:FUNCTION}`, checked like a Python tool's
-handler: in the tools package, the function there, the module importing) and an `llm`
+handler: in the tools package, the function there; the module importing is checked with the
+tools' by infra.tool_imports) and an `llm`
 workflow step's `output_schema` (a valid, safe JSON Schema, like an agent's)."""
 
 from __future__ import annotations
@@ -24,19 +25,11 @@ def check_prompts_and_llm_steps(root: dict[str, Any], project_dir: Path) -> Iter
     from infra.references import _check_python_handler
 
     package = root.get("tools_package", "tools")
-    importable: dict[Path_, str] = {}
     for name, raw in _mapping(root.get("agents")).items():
         handler = _mapping(_mapping(raw).get("system_prompt")).get("python")
-        if isinstance(handler, str):
+        if isinstance(handler, str):  # whether it imports: infra.tool_imports, at validate
             where: Path_ = ("agents", name, "system_prompt", "python")
-            found = list(_check_python_handler(handler, package, project_dir, where))
-            yield from found
-            if not found:  # it exists statically: does it import?
-                importable[where] = handler.partition(":")[0]
-    if importable and isinstance(package, str):
-        from infra.tool_imports import import_problems
-
-        yield from import_problems(importable, project_dir, package)
+            yield from _check_python_handler(handler, package, project_dir, where)
     budget = Budget(SPEC_REGEX_WORK)
     for name, raw in _mapping(root.get("workflows")).items():
         for i, step in enumerate(_list(_mapping(raw).get("steps"))):

@@ -304,7 +304,6 @@ def _check_secrets(root: dict[str, Any]) -> Iterator[RefProblem]:
 def _check_tools(root: dict[str, Any], project_dir: Path) -> Iterator[RefProblem]:
     package = root.get("tools_package", "tools")
     budget = Budget(SPEC_REGEX_WORK)  # shared by every schema's patterns
-    importable: dict[Path_, str] = {}  # handler's key path → its module
     for name, raw in _mapping(root.get("tools")).items():
         tool = _mapping(raw)
         base: Path_ = ("tools", name)
@@ -314,12 +313,9 @@ def _check_tools(root: dict[str, Any], project_dir: Path) -> Iterator[RefProblem
                 schema, (*base, "input_schema"), budget, require_object=True
             )
         if tool.get("type") == "python" and isinstance(tool.get("handler"), str):
-            found = list(
-                _check_python_handler(tool["handler"], package, project_dir, (*base, "handler"))
+            yield from _check_python_handler(
+                tool["handler"], package, project_dir, (*base, "handler")
             )
-            yield from found
-            if not found:  # it exists statically: does it import?
-                importable[(*base, "handler")] = tool["handler"].partition(":")[0]
         if (
             tool.get("type") == "http"
             and isinstance(tool.get("url"), str)
@@ -333,10 +329,6 @@ def _check_tools(root: dict[str, Any], project_dir: Path) -> Iterator[RefProblem
                         f"URL parameter {{{param}}} is not a property of input_schema"
                         f"{did_you_mean(param, properties)}",
                     )
-    if importable and isinstance(package, str):
-        from infra.tool_imports import import_problems
-
-        yield from import_problems(importable, project_dir, package)
     for name, raw in _mapping(root.get("agents")).items():
         schema = _mapping(raw).get("output_schema")
         if schema is not None:

@@ -58,12 +58,27 @@ class ImportReport:
     pulled: dict[str, list[str]]  # module → the installed distributions its import loaded
 
 
-def import_problems(
-    importable: dict[tuple[str | int, ...], str], project_dir: Path, package: str
-) -> Iterator[RefProblem]:
-    """A problem at each handler (key path → module) whose module does not import."""
-    failed = import_report(project_dir, package, sorted(set(importable.values()))).failed
-    for at, module in importable.items():
+def import_problems(spec: AgentfnSpec) -> Iterator[RefProblem]:
+    """A problem at each Python tool's handler (and computed system prompt's function) whose
+    module does not import. Run by
+    `agentfn validate` and `agentfn build` on a spec valid otherwise; `agentfn run` imports
+    the modules itself (a failure is its TOOL_IMPORT), so it does not pay for a child."""
+    from runtime.spec.agents import PythonPrompt
+
+    project = spec.project_dir()
+    python: dict[tuple[str | int, ...], str] = {
+        ("tools", name, "handler"): tool.handler.partition(":")[0]
+        for name, tool in spec.tools.items()
+        if tool.type == "python"
+    }
+    for name, agent in spec.agents.items():  # computed system prompts import the same way
+        if isinstance(agent.system_prompt, PythonPrompt):
+            where = ("agents", name, "system_prompt", "python")
+            python[where] = agent.system_prompt.python.partition(":")[0]
+    if project is None or not python:
+        return
+    failed = import_report(project, spec.tools_package, sorted(set(python.values()))).failed
+    for at, module in python.items():
         if module in failed:
             yield RefProblem(at, f"module {module!r} does not import: {failed[module]}")
 
