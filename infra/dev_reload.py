@@ -89,6 +89,8 @@ class Reloader:
     def reload(self) -> bool:
         """Validate the spec again and, when it is valid and different, serve it. True when a
         new generation serves now."""
+        from infra.issues import format_path
+        from infra.tool_imports import import_problems
         from infra.validate import validate_file
 
         result = validate_file(self.spec_path, self.env)
@@ -96,6 +98,12 @@ class Reloader:
             self._problems([str(issue) for issue in result.issues])
             return False
         spec = result.spec
+        broken = list(import_problems(spec))  # as `agentfn validate`: a tool that won't import
+        if broken:
+            self._problems(
+                [f"{self.spec_path}: {format_path(p.path)}: {p.message}" for p in broken]
+            )
+            return False
         with self._lock:
             if spec.spec_hash() == self.current.spec.spec_hash():
                 self.status.errors = []

@@ -138,6 +138,12 @@ def test_an_invalid_edit_keeps_the_last_good_spec_and_says_why(project: Path) ->
         _write(project, "fixed", "one")
         wait_for(lambda: not status()["errors"] and _description(api) == "fixed", 20, "a fix")
         assert status()["generation"] == 2
+        # A tool that stops importing is kept out the same way, named with its module.
+        (project / "tools" / "stamp.py").write_text("import not_installed_here\n" + TOOL)
+        _write(project, "broken tool", "one")
+        found = wait_for(lambda: (s := status())["errors"] and s, 20, "the import failure")
+        assert any("module 'tools.stamp' does not import" in e for e in found["errors"]), found
+        assert _description(api) == "fixed" and status()["generation"] == 2
 
 
 def test_no_reload_serves_the_spec_as_it_was(project: Path) -> None:
