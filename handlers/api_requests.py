@@ -152,28 +152,21 @@ def unsupported_media(event: dict[str, Any]) -> dict[str, Any] | None:
     if kind is not None and kind.split(";", 1)[0].strip().lower() == "application/json":
         return None
     said = f"Content-Type {kind!r}" if kind else "no Content-Type"
-    body = {
-        "error_code": "UNSUPPORTED_MEDIA_TYPE",
-        "error_message": f"send the body as JSON with Content-Type: application/json (got {said})",
-        "field": "Content-Type",
-    }
-    return {
-        "statusCode": 415,
-        "headers": {"Content-Type": "application/json"},
-        "body": json.dumps(body),
-        "isBase64Encoded": False,
-    }
+    message = f"send the body as JSON with Content-Type: application/json (got {said})"
+    return _refusal(415, "UNSUPPORTED_MEDIA_TYPE", message, "Content-Type")
 
 
 def too_large_answer() -> dict[str, Any]:
     """The proxy response for a body over MAX_BODY_BYTES (no parsing was attempted)."""
-    body = {
-        "error_code": "PAYLOAD_TOO_LARGE",
-        "error_message": f"the request body must be at most {MAX_BODY_BYTES} bytes",
-        "field": "body",
-    }
+    message = f"the request body must be at most {MAX_BODY_BYTES} bytes"
+    return _refusal(413, "PAYLOAD_TOO_LARGE", message, "body")
+
+
+def _refusal(status: int, code: str, message: str, field: str) -> dict[str, Any]:
+    """A proxy response refusing the request before it is parsed, naming the field."""
+    body = {"error_code": code, "error_message": message, "field": field}
     return {
-        "statusCode": 413,
+        "statusCode": status,
         "headers": {"Content-Type": "application/json"},
         "body": json.dumps(body),
         "isBase64Encoded": False,

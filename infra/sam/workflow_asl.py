@@ -127,20 +127,28 @@ def _iteration(step: WorkflowStep) -> dict[str, Any]:
     }
 
 
-def _llm_states(step: WorkflowStep, after: str) -> dict[str, Any]:
-    """An `llm` step: plan (its `when`), the call, then go on or fail as `collect` says."""
-    plan, go, call = (state_name(step.id, r) for r in ("Plan", "Go", "Call"))
-    decide = state_name(step.id, "Next")
+def _planned(step: WorkflowStep, first: str, after: str) -> dict[str, Any]:
+    """Every step's start: plan it (its `when`, its items), then fail, skip to `after`, or
+    go on to its `first` state."""
+    plan, go = state_name(step.id, "Plan"), state_name(step.id, "Go")
     return {
         plan: _task("plan", go, "$.plan", step=step.id),
         go: {
             "Type": "Choice",
             "Choices": [
                 {"Variable": "$.plan.answer.stop", "BooleanEquals": True, "Next": "Failed"},
-                {"Variable": "$.plan.answer.run", "BooleanEquals": True, "Next": call},
+                {"Variable": "$.plan.answer.run", "BooleanEquals": True, "Next": first},
             ],
             "Default": after,
         },
+    }
+
+
+def _llm_states(step: WorkflowStep, after: str) -> dict[str, Any]:
+    """An `llm` step: plan (its `when`), the call, then go on or fail as `collect` says."""
+    call, decide = state_name(step.id, "Call"), state_name(step.id, "Next")
+    return {
+        **_planned(step, call, after),
         call: _task("llm", decide, "$.plan", step=step.id),
         decide: {
             "Type": "Choice",
@@ -156,19 +164,11 @@ def _llm_states(step: WorkflowStep, after: str) -> dict[str, Any]:
 def _step_states(step: WorkflowStep, after: str) -> dict[str, Any]:
     if step.llm is not None:
         return _llm_states(step, after)
-    plan, go, runs = (state_name(step.id, r) for r in ("Plan", "Go", "Runs"))
+    plan, runs = state_name(step.id, "Plan"), state_name(step.id, "Runs")
     collect, decide = state_name(step.id, "Collect"), state_name(step.id, "Next")
     concurrency = step.map.max_concurrency if step.map is not None else 0  # 0: all at once
     return {
-        plan: _task("plan", go, "$.plan", step=step.id),
-        go: {
-            "Type": "Choice",
-            "Choices": [
-                {"Variable": "$.plan.answer.stop", "BooleanEquals": True, "Next": "Failed"},
-                {"Variable": "$.plan.answer.run", "BooleanEquals": True, "Next": runs},
-            ],
-            "Default": after,
-        },
+        **_planned(step, runs, after),
         runs: {
             "Type": "Map",
             "ItemsPath": "$.plan.answer.items",
