@@ -1,10 +1,11 @@
-"""The run store contract: one head per run, one item per message and per event.
+"""The run store contract: a run is the sequence of its commits.
 
-Every change to a run is a `Commit`: the new head (conditional on the version that was
-read), plus the new message and event items (each written only if absent). A store applies
-a commit atomically (DynamoDB TransactWriteItems) or not at all, so a crash leaves the run
-exactly at its last commit and a retried step can never duplicate an item. Nothing here
-grows with the conversation: a step writes only its own new items and the small head.
+Every change to a run is a `Commit`: the new head (made from the version that was read),
+plus the messages and events it adds. A store applies a commit atomically or not at all,
+and only over the version it was made from (StateConflict otherwise), so a crash leaves the
+run exactly at its last commit and a retried step can never duplicate anything. Nothing
+here grows with the conversation: a commit writes only its own additions and the small
+head (runtime.store.records: one item per commit on DynamoDB).
 """
 
 from __future__ import annotations
@@ -208,6 +209,8 @@ class RunHead(BaseModel):
     # ---- workflows ----
     workflow_run_id: str | None = None  # the workflow run this run is a step of
     workflow_token: str | None = None  # of the workflow's task that waits for this run
+    # ---- the store's own ----
+    sweep_indexed: str = ""  # the run's `sweep` index entry as written (runtime.store.items)
 
     @property
     def spent(self) -> Spend:

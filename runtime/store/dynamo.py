@@ -1,12 +1,14 @@
 """The run store on DynamoDB (one table) and S3 (large bodies), with injected clients.
 
-Each Commit is one TransactWriteItems: the head Put is conditional on the version that was
-read, every new message/event Put on `attribute_not_exists`. A lost race surfaces as
-StateConflict; the caller re-reads and backs off.
+Each Commit is one PutItem of its record, conditional on `attribute_not_exists` (the key is
+the version check: runtime.store.records); a run's start and end are one TransactWriteItems
+with the session's items they change. A lost race surfaces as StateConflict; the caller
+re-reads and backs off.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,6 +16,7 @@ from runtime.errors import RunNotFound, StateConflict
 from runtime.events import Event
 from runtime.messages import Message
 from runtime.store import items as it
+from runtime.store import records
 from runtime.store.base import Commit, RunHead, SessionState
 
 
@@ -80,44 +83,68 @@ class DynamoStore:
         self.blobs = blobs
 
     def commit(self, commit: Commit) -> None:
-        head_item, new, upserts = it.commit_items(commit, self.blobs)
-        if commit.expected_version is None:
-            head_put: dict[str, Any] = {"ConditionExpression": "attribute_not_exists(pk)"}
-        else:
-            head_put = {
-                "ConditionExpression": "version = :v",
-                "ExpressionAttributeValues": {":v": {"N": str(commit.expected_version)}},
-            }
-        ops: list[dict[str, Any]] = [
-            {"Put": {"TableName": self._table, "Item": _to_ddb(head_item), **head_put}}
-        ]
-        ops += [
-            {
-                "Put": {
-                    "TableName": self._table,
-                    "Item": _to_ddb(item),
-                    "ConditionExpression": "attribute_not_exists(pk)",
-                }
-            }
-            for item in new
-        ]
-        ops += [{"Put": {"TableName": self._table, "Item": _to_ddb(item)}} for item in upserts]
+        items = it.commit_items(commit, self.blobs)
+        record = {
+            "TableName": self._table,
+            "Item": _to_ddb(items.record),
+            "ConditionExpression": "attribute_not_exists(pk)",
+        }
+        if items.upserts:  # a start or an end: with the session's items, at once
+            ops: list[dict[str, Any]] = [{"Put": record}]
+            assert items.index is not None
+            ops += [
+                {"Put": {"TableName": self._table, "Item": _to_ddb(i)}}
+                for i in (items.index, *items.upserts)
+            ]
+            try:
+                self._ddb.transact_write_items(TransactItems=ops)
+            except self._ddb.exceptions.TransactionCanceledException as exc:
+                reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
+                if "ConditionalCheckFailed" in reasons:
+                    raise StateConflict(f"run {commit.head.run_id} changed under us") from exc
+                raise
+            return
+        if items.index is not None and items.index_first:
+            self._put_index(items.index)
         try:
-            self._ddb.transact_write_items(TransactItems=ops)
-        except self._ddb.exceptions.TransactionCanceledException as exc:
-            reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
-            if "ConditionalCheckFailed" in reasons:
-                raise StateConflict(f"run {commit.head.run_id} changed under us") from exc
-            raise
+            self._ddb.put_item(**record)
+        except self._ddb.exceptions.ConditionalCheckFailedException as exc:
+            raise StateConflict(f"run {commit.head.run_id} changed under us") from exc
+        if items.index is not None and not items.index_first:
+            self._put_index(items.index)
+
+    def _put_index(self, item: it.Item) -> None:
+        """The HEAD item, unless a newer commit's is there already."""
+        with contextlib.suppress(self._ddb.exceptions.ConditionalCheckFailedException):
+            self._ddb.put_item(
+                TableName=self._table,
+                Item=_to_ddb(item),
+                ConditionExpression="attribute_not_exists(pk) OR hv <= :v",
+                ExpressionAttributeValues={":v": {"N": str(item["hv"])}},
+            )
 
     def load_head(self, run_id: str) -> RunHead:
-        pk, sk = it.head_key(run_id)
-        answer = self._ddb.get_item(
-            TableName=self._table, Key={"pk": {"S": pk}, "sk": {"S": sk}}, ConsistentRead=True
+        pk, _ = it.head_key(run_id)
+        newest = self._query(
+            pk, "begins_with(sk, :t)", {":t": records.PREFIX}, forward=False, page_size=1
         )
-        if "Item" not in answer:
+        item = next(newest, None)
+        if item is None:
             raise RunNotFound(f"no run {run_id!r}")
-        return it.decode_head(_from_ddb(answer["Item"]))
+        return records.decode_head(item)
+
+    def _records(
+        self, run_id: str, *, below: str = records.PREFIX + "~", page_size: int | None = None
+    ) -> Iterator[it.Item]:
+        """A run's records, newest first, from `below` (a key bound) down."""
+        pk, _ = it.head_key(run_id)
+        return self._query(
+            pk,
+            "sk BETWEEN :lo AND :hi",
+            {":lo": records.PREFIX, ":hi": below},
+            forward=False,
+            page_size=page_size,
+        )
 
     def _query(
         self,
@@ -151,48 +178,52 @@ class DynamoStore:
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def load_messages(self, head: RunHead, start: int = 0) -> list[Message]:
-        pk, sk = it.marker_key(head)
-        first = it.message_key(head, start)[1]
-        found = self._query(pk, "sk BETWEEN :lo AND :hi", {":lo": first, ":hi": sk + "#M#~"})
-        return [it.decode_message(i, self.blobs) for i in found]
+        if start >= head.msg_seq:
+            return []
+        # Newest first, in pages of about what is wanted (a page's reads are paid in full).
+        page = None if start == 0 else min(1000, 2 * (head.msg_seq - start) + 8)
+        newest = self._records(head.run_id, below=records.head_bound(head), page_size=page)
+        return records.messages_from(newest, head, start, self.blobs)
 
     def session_history(self, head: RunHead, limit: int) -> list[Message]:
         if limit <= 0:
             return []
         pk, own = it.marker_key(head)
-        # Pages of about what is needed (the kept messages and their runs' markers); a run
-        # shorter than its share only costs a second page.
-        earlier = self._query(
+        markers = self._query(
             pk,
             "sk BETWEEN :lo AND :hi",
             {":lo": "R#", ":hi": own},
             forward=False,
-            page_size=min(1000, 2 * limit + 10),
+            page_size=min(100, limit + 2),
         )
-        return it.session_history((i for i in earlier if i["sk"] != own), limit, self.blobs)
+
+        def newest(run_id: str, wanted: int) -> Iterator[it.Item]:
+            return self._records(run_id, page_size=min(1000, wanted + 4))
+
+        return records.history_from(markers, own, newest, limit, self.blobs)
 
     def list_events(self, run_id: str, after: int = -1, limit: int = 100) -> list[Event]:
         pk, _ = it.head_key(run_id)
-        start = f"EV#{after + 1:08d}"
-        found = self._query(
-            pk, "sk BETWEEN :lo AND :hi", {":lo": start, ":hi": "EV#99999999"}, page_size=limit
+        first = records.record_sk(after + 1, 0)[: len(records.PREFIX) + 8]
+        before = None
+        if after >= 0:  # the commit before `after + 1`'s may hold it among its events
+            before = next(self._records(run_id, below=first, page_size=1), None)
+        following = self._query(
+            pk,
+            "sk BETWEEN :lo AND :hi",
+            {":lo": first, ":hi": records.PREFIX + "~"},
+            page_size=limit,
         )
-        events: list[Event] = []
-        for item in found:
-            events.append(it.decode_event(item, self.blobs))
-            if len(events) >= limit:
-                break
-        return events
+        return records.events_from(before, following, after, limit, self.blobs)
 
     def latest_session_run(self, agent: str, session_id: str) -> str | None:
-        """Newest first, stopping at the first run marker (the latest run's messages come
-        before it in descending order, so a page of them may be read first)."""
+        """The newest run marker (the session's items under `R#` are its markers)."""
         newest = self._query(
             it.session_pk(agent, session_id),
             "begins_with(sk, :r)",
             {":r": "R#"},
             forward=False,
-            page_size=50,
+            page_size=1,
         )
         return next(it.marker_run_ids(newest), None)
 

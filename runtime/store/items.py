@@ -1,24 +1,29 @@
 """How runs map onto items of the single table, shared by every store implementation.
 
-    RUN#{run_id}           HEAD                      the run head (version-checked)
-    RUN#{run_id}           EV#{seq:08d}              one event
+    RUN#{run_id}           T#{event_seq:08d}.{version:08d}  one commit (runtime.store.records):
+                                                    the head as of it, its messages and events
+    RUN#{run_id}           HEAD                      the run's entry in the `sweep` index
     SES#{agent}#{sid}      R#{run_key}               a session's run marker (its final status)
-    SES#{agent}#{sid}      R#{run_key}#M#{seq:06d}   one message of that run
+    SES#{agent}#{sid}      STATE                     who has the session, what its runs spent
 
 Every partition key starts with something IAM can scope to one agent: a run id starts with
 its agent's tag (runtime.naming), and a session belongs to one agent, so agent B started
-with agent A's session id sees nothing of A's conversation. Messages live under their
-session so a session's history is one ordered Query (read backwards, only as far as needed).
+with agent A's session id sees nothing of A's conversation. A session's history is read
+through its markers (newest first) and each earlier run's records, newest first, only as
+far as needed.
 
-A body over BODY_LIMIT bytes goes to the blob store under a key unique to the commit
-attempt (`bodies/{run_id}/M{seq}.{attempt}.json`): a writer whose conditional commit loses
-can never overwrite the body the winner's item points to. The item keeps the pointer and a
-preview; an offloaded tool result also keeps the shortened form later runs of the session
-read (`short`), so session history never fetches bodies from S3 for them. No item ever
-approaches DynamoDB's 400 KB limit.
+A commit is one record, written only if absent (the version check: runtime.store.records).
+The commits that also change the session — a run's start (its marker) and its end (the
+marker's final status, the session's state) — are one transaction with their record.
 
-Heads of runs that are not finished carry `sweep_pk`/`sweep_at`, the keys of the sparse
-`sweep` index the stale-run sweeper reads; a finished run's head drops them.
+The HEAD item of a run that is not finished carries `sweep_pk`/`sweep_at`, the keys of the
+sparse `sweep` index the stale-run sweeper reads; a finished run's drops them. It is
+written only when `sweep_at` moves (it is rounded to SWEEP_BUCKET_SECONDS), with the
+version of the record it follows (`hv`, a write from an older commit never lands over a
+newer one's). The head remembers what the index holds (`sweep_indexed`). An entry that
+is earlier than the head's `sweep_after` only costs the sweeper a look (it re-reads the
+head); one later than it could hide a stalled run, so a commit that brings the entry
+forward writes it before its record, one that pushes it back after.
 """
 
 from __future__ import annotations
@@ -27,14 +32,12 @@ import json
 import math
 import secrets
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
-from runtime.events import Event
-from runtime.messages import Message, UserMessage, as_earlier, message_from_dict
+from runtime.store import records
 from runtime.store.base import TERMINAL, BlobStore, Commit, RunHead, SessionState, Spend
 
-BODY_LIMIT = 8 * 1024
-PREVIEW = 1024
 SWEEP_INDEX = "sweep"
 SWEEP_SHARDS = 16
 #: Granularity of `sweep_at`: the index entry changes at most this often per run.
@@ -63,11 +66,6 @@ def session_state_key(agent: str, session_id: str) -> tuple[str, str]:
     return session_pk(agent, session_id), "STATE"
 
 
-def message_key(head: RunHead, seq: int) -> tuple[str, str]:
-    pk, marker = marker_key(head)
-    return pk, f"{marker}#M#{seq:06d}"
-
-
 def sweep_shard(run_id: str) -> str:
     return f"SWEEP#{int(run_id[-1], 16) % SWEEP_SHARDS:02d}" if run_id else "SWEEP#00"
 
@@ -78,24 +76,14 @@ def sweep_at(seconds: float) -> str:
     return f"{bucket:012d}"
 
 
-def head_item(head: RunHead) -> Item:
+def index_item(head: RunHead) -> Item:
+    """The run's HEAD item: in the `sweep` index while the run is not finished."""
     pk, sk = head_key(head.run_id)
-    item: Item = {
-        "pk": pk,
-        "sk": sk,
-        "version": head.version,
-        "status": head.status,
-        "expires_at": head.expires_at,
-        "doc": head.model_dump_json(),
-    }
-    if head.status not in TERMINAL:
+    item: Item = {"pk": pk, "sk": sk, "hv": head.version, "expires_at": head.expires_at}
+    if head.sweep_indexed:
         item["sweep_pk"] = sweep_shard(head.run_id)
-        item["sweep_at"] = sweep_at(head.sweep_after)
+        item["sweep_at"] = head.sweep_indexed
     return item
-
-
-def decode_head(item: Item) -> RunHead:
-    return RunHead.model_validate_json(item["doc"])
 
 
 def marker_item(head: RunHead) -> Item:
@@ -104,61 +92,20 @@ def marker_item(head: RunHead) -> Item:
     return {"pk": pk, "sk": sk, "expires_at": head.expires_at, "doc": doc}
 
 
-def _offload(item: Item, doc: str, ref: str, blobs: BlobStore) -> None:
-    blobs.put(ref, doc.encode())
-    item["doc_ref"] = ref
-    item["preview"] = doc[:PREVIEW]
+@dataclass
+class CommitItems:
+    """What one commit writes: its record, the HEAD item when the index entry moves (and
+    whether before the record), and the session's items that change with it."""
+
+    record: Item
+    index: Item | None
+    index_first: bool
+    upserts: list[Item]
 
 
-def message_item(head: RunHead, seq: int, message: Message, blobs: BlobStore, attempt: str) -> Item:
-    pk, sk = message_key(head, seq)
-    doc = message.model_dump_json(exclude_none=True)  # pydantic's serializer: fast
-    item: Item = {"pk": pk, "sk": sk, "expires_at": head.expires_at}
-    if len(doc.encode()) > BODY_LIMIT:
-        _offload(item, doc, f"bodies/{head.run_id}/M{seq:06d}.{attempt}.json", blobs)
-        earlier = as_earlier(message)
-        if earlier is not message:
-            item["short"] = earlier.model_dump_json(exclude_none=True)
-    else:
-        item["doc"] = doc
-    return item
-
-
-def decode_message(item: Item, blobs: BlobStore, *, earlier: bool = False) -> Message:
-    """The message of an item; `earlier`: as later runs see it (no S3 read when shortened)."""
-    if earlier and "short" in item:
-        return message_from_dict(json.loads(item["short"]))
-    doc = item.get("doc")
-    if doc is None:
-        doc = blobs.get(item["doc_ref"]).decode()
-    message = message_from_dict(json.loads(doc))
-    return as_earlier(message) if earlier else message
-
-
-def event_item(event: Event, expires_at: int, blobs: BlobStore, attempt: str) -> Item:
-    pk, sk = event_key(event.run_id, event.seq)
-    doc = event.model_dump_json()
-    item: Item = {"pk": pk, "sk": sk, "expires_at": expires_at}
-    if len(doc.encode()) > BODY_LIMIT:
-        _offload(item, doc, f"bodies/{event.run_id}/E{event.seq:08d}.{attempt}.json", blobs)
-    else:
-        item["doc"] = doc
-    return item
-
-
-def decode_event(item: Item, blobs: BlobStore) -> Event:
-    doc = item.get("doc")
-    if doc is None:
-        doc = blobs.get(item["doc_ref"]).decode()
-    return Event.model_validate_json(doc)
-
-
-def commit_items(commit: Commit, blobs: BlobStore) -> tuple[Item, list[Item], list[Item]]:
-    """(head item, items that must not exist yet, items written unconditionally)."""
+def commit_items(commit: Commit, blobs: BlobStore) -> CommitItems:
     head = commit.head
     attempt = secrets.token_hex(6)  # offloaded bodies of this attempt only
-    new = [message_item(head, seq, m, blobs, attempt) for seq, m in commit.messages]
-    new += [event_item(e, head.expires_at, blobs, attempt) for e in commit.events]
     upserts: list[Item] = []
     if commit.expected_version is None or head.status in TERMINAL:
         upserts.append(marker_item(head))
@@ -168,7 +115,13 @@ def commit_items(commit: Commit, blobs: BlobStore) -> tuple[Item, list[Item], li
         spent = head.session_spent + head.spent  # the session's runs, this one included
         doc = json.dumps({"chain": head.chain, "run_id": head.run_id, "spent": spent.model_dump()})
         upserts.append({"pk": pk, "sk": sk, "expires_at": head.expires_at, "doc": doc})
-    return head_item(head), new, upserts
+    indexed = head.sweep_indexed
+    wanted = "" if head.status in TERMINAL else sweep_at(head.sweep_after)
+    head.sweep_indexed = wanted  # the record says what the index holds once it is written
+    index = index_item(head) if upserts or wanted != indexed else None
+    first = bool(wanted) and (not indexed or wanted < indexed)
+    record = records.record_item(head, commit.messages, commit.events, blobs, attempt)
+    return CommitItems(record, index, first, upserts)
 
 
 def decode_session_state(item: Item | None) -> SessionState:
@@ -178,35 +131,10 @@ def decode_session_state(item: Item | None) -> SessionState:
     return SessionState(chain=doc.get("chain") or [], spent=Spend(**(doc.get("spent") or {})))
 
 
-def session_history(newest_first: Iterable[Item], limit: int, blobs: BlobStore) -> list[Message]:
-    """RunStore.session_history over the session's items below the run's own marker, in
-    descending key order (a run's messages come before its marker, newest run first)."""
-    if limit <= 0:
-        return []
-    kept: list[Item] = []  # newest first
-    pending: list[Item] = []  # messages of the run whose marker is not reached yet
-    for item in newest_first:
-        if "#M#" in item["sk"]:
-            pending.append(item)
-            continue
-        if json.loads(item["doc"])["status"] == "succeeded":
-            kept.extend(pending)
-        pending = []
-        if len(kept) >= limit:
-            break
-    tail = [decode_message(i, blobs, earlier=True) for i in reversed(kept[:limit])]
-    if len(kept) <= limit:
-        return tail
-    for index, message in enumerate(tail):  # cut where a caller's input starts a turn
-        if isinstance(message, UserMessage) and message.purpose is None:
-            return tail[index:]
-    return []
-
-
 def marker_run_ids(items: Iterable[Item]) -> Iterator[str]:
-    """Run ids of a session's run markers among its items (its messages and STATE skipped)."""
+    """Run ids of a session's run markers among its items (its STATE skipped)."""
     for item in items:
-        if item["sk"].startswith("R#") and "#M#" not in item["sk"]:
+        if item["sk"].startswith("R#"):
             yield str(json.loads(item["doc"])["run_id"])
 
 

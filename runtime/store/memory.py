@@ -15,6 +15,7 @@ from runtime.errors import RunNotFound, StateConflict
 from runtime.events import Event
 from runtime.messages import Message
 from runtime.store import items as it
+from runtime.store import records
 from runtime.store.base import Commit, RunHead, SessionState
 
 
@@ -60,34 +61,38 @@ class MemoryStore:
     def __init__(self, blobs: MemoryBlobs | None = None):
         self.blobs = blobs or MemoryBlobs()
         self.items: dict[tuple[str, str], it.Item] = {}
+        self._latest: dict[str, str] = {}  # a run's partition → its newest record's key
         self.stats = StoreStats()
         self._lock = threading.Lock()
 
     def commit(self, commit: Commit) -> None:
-        head_item, new, upserts = it.commit_items(commit, self.blobs)
-        key = (head_item["pk"], head_item["sk"])
+        items = it.commit_items(commit, self.blobs)
+        key = (items.record["pk"], items.record["sk"])
         with self._lock:
-            current = self.items.get(key)
-            if commit.expected_version is None:
-                if current is not None:
-                    raise StateConflict(f"run {commit.head.run_id} already exists")
-            elif current is None or current["version"] != commit.expected_version:
+            if key in self.items:
                 raise StateConflict(f"run {commit.head.run_id} changed under us")
-            for item in new:
-                if (item["pk"], item["sk"]) in self.items:
-                    raise StateConflict(f"item {item['sk']} already exists")
-            for item in [head_item, *new, *upserts]:
+            written = [items.record, *items.upserts]
+            index = items.index
+            if index is not None:
+                current = self.items.get((index["pk"], index["sk"]))
+                if current is None or current["hv"] <= index["hv"]:
+                    written.append(index)
+            for item in written:
                 self.items[(item["pk"], item["sk"])] = item
                 self.stats.items_written += 1
-                self.stats.bytes_written += len(item.get("doc", "")) + len(item["sk"])
+                self.stats.bytes_written += sum(len(str(v)) for v in item.values())
+            self._latest[key[0]] = max(self._latest.get(key[0], ""), key[1])
             self.stats.commits += 1
 
     def load_head(self, run_id: str) -> RunHead:
         self.stats.reads += 1
-        item = self.items.get(it.head_key(run_id))
+        pk, _ = it.head_key(run_id)
+        with self._lock:
+            sk = self._latest.get(pk)
+            item = self.items.get((pk, sk)) if sk is not None else None
         if item is None:
             raise RunNotFound(f"no run {run_id!r}")
-        return it.decode_head(item)
+        return records.decode_head(item)
 
     def _query(self, pk: str, prefix: str) -> Iterator[it.Item]:
         self.stats.reads += 1
@@ -96,17 +101,24 @@ class MemoryStore:
             found = [self.items[k] for k in keys]
         yield from found
 
+    def _records(self, run_id: str, below: str = records.PREFIX + "~") -> Iterator[it.Item]:
+        pk, _ = it.head_key(run_id)
+        return (i for i in reversed(list(self._query(pk, records.PREFIX))) if i["sk"] <= below)
+
     def load_messages(self, head: RunHead, start: int = 0) -> list[Message]:
-        pk, sk = it.marker_key(head)
-        first = it.message_key(head, start)[1]
-        found = [i for i in self._query(pk, sk + "#M#") if i["sk"] >= first]
+        if start >= head.msg_seq:
+            return []
+        newest = self._records(head.run_id, records.head_bound(head))
+        found = records.messages_from(newest, head, start, self.blobs)
         self.stats.messages_loaded += len(found)
-        return [it.decode_message(i, self.blobs) for i in found]
+        return found
 
     def session_history(self, head: RunHead, limit: int) -> list[Message]:
         pk, own = it.marker_key(head)
-        earlier = [i for i in self._query(pk, "R#") if i["sk"] < own]
-        return it.session_history(reversed(earlier), limit, self.blobs)
+        earlier = [i for i in self._query(pk, "R#") if i["sk"] <= own]
+        return records.history_from(
+            reversed(earlier), own, lambda run, _: self._records(run), limit, self.blobs
+        )
 
     def latest_session_run(self, agent: str, session_id: str) -> str | None:
         markers = reversed(list(self._query(it.session_pk(agent, session_id), "R#")))
@@ -122,15 +134,18 @@ class MemoryStore:
             partitions = {pk, *(it.head_key(r)[0] for r in runs)}
             for key in [k for k in self.items if k[0] in partitions]:
                 del self.items[key]
+            for partition in partitions:
+                self._latest.pop(partition, None)
         for prefix in it.session_blob_prefixes(agent, session_id, runs):
             self.blobs.delete_prefix(prefix)
         return runs
 
     def list_events(self, run_id: str, after: int = -1, limit: int = 100) -> list[Event]:
+        first = records.record_sk(after + 1, 0)[: len(records.PREFIX) + 8]
+        before = next(self._records(run_id, first), None) if after >= 0 else None
         pk, _ = it.head_key(run_id)
-        start = f"EV#{after + 1:08d}"
-        found = [i for i in self._query(pk, "EV#") if i["sk"] >= start][:limit]
-        return [it.decode_event(i, self.blobs) for i in found]
+        following = (i for i in self._query(pk, records.PREFIX) if i["sk"] >= first)
+        return records.events_from(before, following, after, limit, self.blobs)
 
     def session_state(self, agent: str, session_id: str) -> SessionState:
         return it.decode_session_state(self.items.get(it.session_state_key(agent, session_id)))

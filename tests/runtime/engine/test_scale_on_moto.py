@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from infra.local import embedded_aws
@@ -47,14 +48,19 @@ def test_a_200_turn_run_with_a_1_mb_tool_output_keeps_every_item_small() -> None
         items = _all_items(clients)
         largest = max(_item_size(i) for i in items)
         assert largest < 100 * 1024, largest
-        offloaded = [i for i in items if "doc_ref" in i]
+        entries = [e for i in items if "msgs" in i for e in json.loads(i["msgs"]["S"])]
+        offloaded = [e for e in entries if "$ref" in e]
         assert offloaded, "the 50,000-character tool message must live in S3"
-        for item in offloaded:  # the item keeps a pointer and a short preview, not the body
-            assert len(item["preview"]["S"]) <= 1024 and "doc" not in item
-            key = item["doc_ref"]["S"]
+        for entry in offloaded:  # the record keeps a pointer and a short preview, not the body
+            assert len(entry["$preview"]) <= 1024 and "content" not in entry
+            key = entry["$ref"]
             assert clients.s3.get_object(Bucket=clients.bucket, Key=key)["ContentLength"] > 8 * 1024
         head_item = next(i for i in items if i["sk"]["S"] == "HEAD")
         assert _item_size(head_item) < 8 * 1024  # the head does not grow with the run
+        # Each commit's record holds the head as of it: that does not grow with the run either.
+        records = [i for i in items if i["sk"]["S"].startswith("T#")]
+        assert len(records) > 2 * turns
+        assert max(len(i["doc"]["S"]) for i in records) < 2 * 1024
         # The 1 MB output is whole in S3, capped in context.
         first = result["tool_calls"][0]
         assert first["success"] and len(first["output"]) <= 2000

@@ -184,10 +184,16 @@ def test_list_events_reads_one_page_of_the_size_asked_for() -> None:
         store = DynamoStore(counting, clients.table, clients.store().blobs)
         head = asyncio.run(Engine(spec, store, clock=FakeClock()).run("a", "go"))
         assert head.event_seq > 100
-        before = counting.items_read
+        before, queries = counting.items_read, counting.queries
         events = store.list_events(head.run_id, after=10, limit=5)
         assert [e.seq for e in events] == [11, 12, 13, 14, 15]
-        assert counting.items_read - before == 5
+        # Events live in their commit's record: the record that may hold event 11, then one
+        # page of at most `limit` records, whatever the run's length.
+        assert counting.items_read - before <= 5 + 1
+        assert counting.queries - queries == 2
+        assert [e.seq for e in store.list_events(head.run_id, after=-1, limit=3)] == [0, 1, 2]
+        last = store.list_events(head.run_id, after=head.event_seq - 3)
+        assert [e.seq for e in last] == [head.event_seq - 2, head.event_seq - 1]
 
 
 def test_a_reply_to_a_run_that_is_not_waiting_is_refused_unless_it_repeats() -> None:

@@ -1,0 +1,123 @@
+"""One record per commit on DynamoDB (runtime.store.records, issue 26): a commit inside a
+run is one conditional PutItem, a run's start and end one transaction with the session's
+items; the record's key is the version check; and a crash between a record and the HEAD
+item it moves never hides a run from the sweeper."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from infra.local import embedded_aws
+from runtime.clock import FakeClock
+from runtime.engine.loop import Engine
+from runtime.errors import StateConflict
+from runtime.store.base import Commit
+from runtime.store.dynamo import DynamoStore
+from runtime.store.memory import MemoryStore
+from tests.runtime.engine.kit import call, make_spec
+
+TURNS = 5
+SPEC = make_spec(
+    [{"text": f"step {n}", "tool_calls": [call("echo", {"text": f"n{n}"})]} for n in range(TURNS)]
+    + [{"text": "done"}],
+    tools=["echo"],
+    max_turns=TURNS + 2,
+)
+
+
+class Requests:
+    """Counts a client's requests by operation; crashes on the first write that `crash_on`
+    picks (a process dying right there)."""
+
+    def __init__(self, client: Any):
+        self.client = client
+        self.exceptions = client.exceptions
+        self.seen: Counter[str] = Counter()
+        self.crash_on: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.client, name)
+
+        def call(**kwargs: Any) -> Any:
+            self.seen[name] += 1
+            if name == "put_item":
+                self.seen["put_item " + kwargs["Item"]["sk"]["S"][:2]] += 1
+            if self.crash_on is not None and self.crash_on(name, kwargs):
+                self.crash_on = None
+                raise SimulatedCrash(name)
+            return method(**kwargs)
+
+        return call
+
+
+class SimulatedCrash(BaseException):
+    """Not an Exception: nothing in the engine can swallow it."""
+
+
+def test_a_tool_turn_is_two_puts_and_a_run_is_its_newest_record() -> None:
+    with embedded_aws() as clients:
+        requests = Requests(clients.dynamodb)
+        store = DynamoStore(requests, clients.table, clients.store().blobs)
+        head = asyncio.run(Engine(SPEC, store, clock=FakeClock()).run("a", "go"))
+        assert head.status == "succeeded" and head.turn == TURNS + 1
+        # the start and the end (with the session's marker and state) are transactions;
+        # every other commit — the lease, each answer, each tool result — one PutItem
+        assert requests.seen["transact_write_items"] == 2
+        assert requests.seen["put_item T#"] == head.version - 2
+        # the HEAD item only when the sweep entry moves (5-minute buckets): here, once
+        assert requests.seen["put_item HE"] == 1
+        assert store.load_head(head.run_id) == head
+        items = clients.dynamodb.query(
+            TableName=clients.table,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": {"S": f"RUN#{head.run_id}"}},
+        )["Items"]
+        records = [i for i in items if i["sk"]["S"].startswith("T#")]
+        assert len(records) == head.version  # one per commit, nothing else per turn
+        assert [i["sk"]["S"] for i in items if not i["sk"]["S"].startswith("T#")] == ["HEAD"]
+        assert "sweep_at" not in next(i for i in items if i["sk"]["S"] == "HEAD")  # finished
+        assert max(len(i["doc"]["S"]) for i in records) < 1024  # the head as stored
+
+
+@pytest.mark.parametrize("kind", ["memory", "dynamodb"])
+def test_two_commits_from_one_head_only_the_first_is_stored(kind: str) -> None:
+    with embedded_aws() as clients:
+        store: Any = MemoryStore() if kind == "memory" else clients.store()
+        head = Engine(SPEC, store, clock=FakeClock()).start("a", "go")
+        first = head.model_copy(update={"version": head.version + 1, "turn": 1})
+        second = head.model_copy(update={"version": head.version + 1, "turn": 2})
+        store.commit(Commit(head=first, expected_version=head.version))
+        with pytest.raises(StateConflict):
+            store.commit(Commit(head=second, expected_version=head.version))
+        assert store.load_head(head.run_id).turn == 1
+
+
+def test_a_crash_between_a_record_and_its_index_entry_leaves_the_run_findable() -> None:
+    clock = FakeClock()
+    with embedded_aws() as clients:
+        requests = Requests(clients.dynamodb)
+        store = DynamoStore(requests, clients.table, clients.store().blobs)
+        engine = Engine(SPEC, store, clock=clock)
+        head = engine.start("a", "go")
+        clock.advance(2000)  # the next commit moves the sweep entry later: written after it
+
+        def index_put(name: str, kwargs: dict[str, Any]) -> bool:
+            return name == "put_item" and kwargs["Item"]["sk"]["S"] == "HEAD"
+
+        requests.crash_on = index_put
+        with pytest.raises(SimulatedCrash):
+            asyncio.run(engine.advance(head.run_id))
+        committed = store.load_head(head.run_id)
+        assert committed.version == head.version + 1  # the record is the commit
+        # The entry still says the start's time: the sweeper looks early (and re-reads the
+        # head), never late.
+        assert head.run_id in store.due_runs(head.sweep_after + 1)
+        assert committed.sweep_after > head.sweep_after
+        clock.advance(engine.lease_seconds + 1)  # the crashed worker's lease runs out
+        done = asyncio.run(Engine(SPEC, store, clock=clock).advance(head.run_id))
+        assert done.status == "succeeded" and done.turn == TURNS + 1
+        assert store.due_runs(done.updated_at + 10**6) == []  # the end left the index
