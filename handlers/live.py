@@ -4,6 +4,7 @@ Routes (`$request.body.action`): `$connect` (IAM-authorized by API Gateway: whoe
 connect may ask to watch), `subscribe {run_id, token, after?}` — the token is the right to
 watch that run (runtime.watch_token: issued by `GET …/runs/{run_id}/watch-token`, so IAM
 grants it per agent); then a watch item for the agent functions to find (runtime.live_ws),
+counted on the run's watch flag (which is what an unwatched run's functions read),
 and the run's committed events after `after` sent at once, so a late watcher misses nothing
 (events carry `seq`: skip any you have) — `unsubscribe {run_id}`, and `$disconnect`, which
 removes the connection's watches (page by page). A connection watches at most
@@ -99,6 +100,15 @@ def _subscribe(
         dynamodb.delete_item(TableName=table, Key=mirror)
         raise ValueError(_too_many())
     dynamodb.put_item(TableName=table, Item={**watch, "expires_at": expires})
+    if new:  # the run is watched: its functions read this flag, not its watches
+        from runtime.live_ws import flag_key
+
+        dynamodb.update_item(
+            TableName=table,
+            Key=flag_key(run_id),
+            UpdateExpression="ADD n :one SET expires_at = :e",
+            ExpressionAttributeValues={":one": {"N": "1"}, ":e": expires},
+        )
     _send(event, connection, {"type": "subscribed", "run_id": run_id})
     for item in _events_after(run_id, after):  # after the watch exists: nothing falls between
         _send(event, connection, {"type": "event", "event": item})
@@ -122,8 +132,11 @@ def _keys(connection: str, run_id: str) -> list[tuple[str, str]]:
 
 
 def _unwatch(dynamodb: Any, table: str, connection: str, run_id: str) -> None:
-    for pk, sk in _keys(connection, run_id):
-        dynamodb.delete_item(TableName=table, Key={"pk": {"S": pk}, "sk": {"S": sk}})
+    from runtime.live_ws import forget_watch
+
+    forget_watch(dynamodb, table, run_id, connection)  # counted off the run's flag
+    pk, sk = _keys(connection, run_id)[1]
+    dynamodb.delete_item(TableName=table, Key={"pk": {"S": pk}, "sk": {"S": sk}})
 
 
 def _check_token(token: Any, run_id: str) -> None:

@@ -160,8 +160,8 @@ def resources(spec: AgentfnSpec) -> dict[str, Any]:
 def _live_function_statements() -> list[dict[str, Any]]:
     table = get_arn(TABLE)
     return [
-        allow("KeepWatches", ["dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:Query"],
-              table, **leading_keys("WATCH#*", "CONN#*")),
+        allow("KeepWatches", ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
+                              "dynamodb:Query"], table, **leading_keys("WATCH#*", "CONN#*")),
         allow("ReadRunsWatched", ["dynamodb:GetItem", "dynamodb:Query"], table,
               **leading_keys("RUN#*")),
         allow("AnswerWatchers", "execute-api:ManageConnections", _connections_arn()),
@@ -183,10 +183,12 @@ def agent_environment() -> dict[str, Any]:
 
 
 def agent_statements(tags: list[str]) -> list[dict[str, Any]]:
-    """Post to the watchers of the runs it advances; forget a watcher that is gone."""
+    """Post to the watchers of the runs it advances (after reading the run's watch flag);
+    forget a watcher that is gone (and count it off the flag)."""
     watches = leading_keys(*(f"WATCH#{t}*" for t in tags))
+    actions = ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]
     return [
-        allow("FindWatchers", ["dynamodb:Query", "dynamodb:DeleteItem"], get_arn(TABLE), **watches),
+        allow("FindWatchers", actions, get_arn(TABLE), **watches),
         allow("PostToWatchers", "execute-api:ManageConnections", _connections_arn()),
     ]
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from typing import Any
 
 import boto3
@@ -25,7 +26,7 @@ from infra.local import LOCAL_REGION, Serialized
 from infra.sam import live
 from infra.sam.template import build_template
 from runtime.engine.loop import Engine
-from runtime.live_ws import WebSocketPublisher
+from runtime.live_ws import WebSocketPublisher, flag_key
 from runtime.service import RunService
 from runtime.spec import AgentfnSpec
 from runtime.stack import Stack
@@ -237,6 +238,9 @@ def test_every_page_of_watches_is_found_on_disconnect_and_by_the_publisher(
     for n in range(40):
         for pk, sk in handlers.live._keys(f"fan-{n:02d}", run_id):
             aws.dynamodb.put_item(TableName=aws.table, Item={"pk": {"S": pk}, "sk": {"S": sk}})
+    # ... and counted on the run's watch flag, as `subscribe` counts them (runtime.live_ws)
+    flag = {**flag_key(run_id), "n": {"N": "40"}, "expires_at": {"N": str(int(time.time()) + 600)}}
+    aws.dynamodb.put_item(TableName=aws.table, Item=flag)
     management = boto3.client("apigatewaymanagementapi", endpoint_url=ENDPOINT, region_name=LOCAL_REGION)  # fmt: skip
     publisher = WebSocketPublisher(paged, aws.table, management)
     engine = Engine(two_agents(), aws.store(), listener=publisher.on_event, chunks=publisher.on_chunk)  # fmt: skip
