@@ -121,3 +121,28 @@ def test_a_crash_between_a_record_and_its_index_entry_leaves_the_run_findable() 
         done = asyncio.run(Engine(SPEC, store, clock=clock).advance(head.run_id))
         assert done.status == "succeeded" and done.turn == TURNS + 1
         assert store.due_runs(done.updated_at + 10**6) == []  # the end left the index
+
+
+def test_a_commit_too_large_for_one_item_keeps_its_content_in_s3() -> None:
+    from runtime.messages import UserMessage
+
+    with embedded_aws() as clients:
+        store = clients.store()
+        head = Engine(SPEC, store, clock=FakeClock()).start("a", "go")
+        texts = [f"{n}" + "y" * 7000 for n in range(12)]  # each inline-sized, 84 KB in all
+        new = head.model_copy(
+            update={"version": head.version + 1, "msg_seq": head.msg_seq + len(texts)}
+        )
+        numbered = [(head.msg_seq + i, UserMessage(content=t)) for i, t in enumerate(texts)]
+        store.commit(Commit(head=new, expected_version=head.version, messages=numbered))
+        item = clients.dynamodb.query(
+            TableName=clients.table,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": {"S": f"RUN#{head.run_id}"}},
+            ScanIndexForward=False,
+            Limit=1,
+        )["Items"][0]
+        assert "body" in item and "msgs" not in item  # a pointer, not 84 KB
+        assert sum(len(str(v)) for v in item.values()) < 4 * 1024
+        loaded = store.load_messages(store.load_head(head.run_id))
+        assert [m.content for m in loaded[1:]] == texts
