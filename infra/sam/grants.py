@@ -139,9 +139,9 @@ def agent_data_statements(spec: AgentfnSpec, agent: str) -> list[dict[str, Any]]
     parents = [e for e in asking_entries(spec, agent) if e not in owned]
     if parents:
         statements.append(
-            allow(
+            allow(  # a run's head is its newest record (runtime.store.records): a Query
                 "ReadParentRuns",
-                "dynamodb:GetItem",
+                ["dynamodb:GetItem", "dynamodb:Query"],
                 get_arn(TABLE),
                 **leading_keys(*(f"RUN#{agent_tag(e)}*" for e in parents)),
             )
@@ -203,7 +203,7 @@ def sweeper_statements(spec: AgentfnSpec) -> list[dict[str, Any]]:
     """Find stalled runs in the sparse `sweep` index, read them, and resume them (a new
     execution, a task token sent again) or fail them. Failing a run commits its head and
     its session's run marker (`SES#…`, the run's final status) in one transaction, so
-    PutItem covers both partitions; GetItem needs run heads only."""
+    PutItem covers both partitions; a run's head is its newest record (a Query)."""
     return [
         allow(
             "FindStalledRuns",
