@@ -105,6 +105,8 @@ class CommitItems:
 
 def commit_items(commit: Commit, blobs: BlobStore) -> CommitItems:
     head = commit.head
+    if head.version != (commit.expected_version or 0) + 1:  # the record's key says which
+        raise ValueError(f"a commit makes version {(commit.expected_version or 0) + 1}")
     attempt = secrets.token_hex(6)  # offloaded bodies of this attempt only
     upserts: list[Item] = []
     if commit.expected_version is None or head.status in TERMINAL:
