@@ -53,11 +53,13 @@ def patch(owner: Any, name: str, value: Any) -> None:
     setattr(owner, name, value)
 
 
+_STORE_COMMIT = MemoryStore.commit
+
+
 def store_nothing(self: MemoryStore, commit: commits.Commit) -> None:
-    """Keeps only the run's first head (the run needs it to start)."""
+    """Keeps only the run's first commit (the run needs it to start)."""
     if commit.expected_version is None:
-        key = ("RUN#" + commit.head.run_id, "HEAD")
-        self.items[key] = {"version": 0, "doc": commit.head.model_dump_json()}
+        _STORE_COMMIT(self, commit)
 
 
 def copy_only(self: Any, head: Any, messages: Any, events: Any, **options: Any) -> Any:
