@@ -145,11 +145,13 @@ def test_the_cli_turns_an_unexpected_error_into_one_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     from infra.cli import commands as cli
+    from infra.cli import spec_files
 
     def broken(path: Path, env: str | None = None) -> None:
         raise RuntimeError("something nobody foresaw\nsecond line")
 
-    monkeypatch.setattr(cli, "validate_file", broken)
+    monkeypatch.setattr(cli, "validate_file", broken)  # `validate`
+    monkeypatch.setattr(spec_files, "validate_file", broken)  # `build` reads the spec there
     for command in (
         ["validate", "-f", "x.yaml"],
         ["build", "-f", "x.yaml", "-o", str(tmp_path / "t")],
