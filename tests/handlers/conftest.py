@@ -38,7 +38,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     import secrets
 
     import handlers.live
-    from runtime.live.live import watch_token
+    from runtime.live import watch_token
 
     with embedded_aws() as clients:
         monkeypatch.setenv("AGENTFN_TABLE", clients.table)
