@@ -192,8 +192,8 @@ def test_110_agents_build_with_one_state_machine_role_and_say_so(tmp_path: Path)
     """One role per agent state machine would take the stack past 500 resources: build gives
     them one role, which may invoke this stack's agent functions only, assumed by Step
     Functions for this stack's state machines only (infra/sam/machine_role.py)."""
-    from infra.sam.naming import agent_state_machine_id
     from infra.sam.machine_role import SHARED_ROLE
+    from infra.sam.naming import agent_state_machine_id
     from tests.infra.cfn import STACK8, allowed, role_statements
 
     path = write_spec(110, tmp_path)
