@@ -4,7 +4,7 @@ A scripted agent runs N tool turns (one `echo` call each, then a final answer) o
 embedded stack: the API's service starts the run on its state machine, moto's Step Functions
 interpreter executes it and dispatches each Lambda task to the real step handler, whose
 engine commits to the runs table on moto's DynamoDB (runtime.store.dynamo). The agent
-function publishes to live watchers as deployed (runtime.live_ws, no one watching).
+function publishes to live watchers as deployed (runtime.live.live_ws, no one watching).
 
 Every DynamoDB request is seen through botocore's event hooks (`before-parameter-build`,
 `after-call`) and charged the way on-demand mode charges it ("Item sizes and formats",
@@ -45,7 +45,7 @@ NAMES = {"EV": "event", "M": "message", "T": "turn record", "W": "watched flag"}
 
 
 def kind_of(key: dict[str, Any] | None) -> str:
-    """What an item is, from its key (runtime.store.items, runtime.live_ws)."""
+    """What an item is, from its key (runtime.store.items, runtime.live.live_ws)."""
     if not key:
         return "?"
     pk, sk = key.get("pk", {}).get("S", ""), key.get("sk", {}).get("S", "")
@@ -280,9 +280,9 @@ class Management:
 def measure(turns: int, base: int) -> dict[str, Any]:
     import boto3
 
-    from infra.embedded_stack import EmbeddedStack
-    from infra.local import LOCAL_REGION, Serialized, embedded_aws
-    from runtime.live_ws import WebSocketPublisher
+    from infra.local.aws import LOCAL_REGION, Serialized, embedded_aws
+    from infra.local.embedded_stack import EmbeddedStack
+    from runtime.live.live_ws import WebSocketPublisher
     from runtime.store.dynamo import DynamoStore
     from tests.helpers import wait_for
 

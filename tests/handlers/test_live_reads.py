@@ -12,9 +12,9 @@ from typing import Any
 import boto3
 
 import handlers.live
-from infra.local import LOCAL_REGION
+from infra.local.aws import LOCAL_REGION
 from runtime.engine.loop import Engine
-from runtime.live_ws import WebSocketPublisher
+from runtime.live.live_ws import WebSocketPublisher
 from tests.handlers.test_live_ws import ENDPOINT, received, subscribe, ws_event
 from tests.runtime.engine.kit import call, make_spec
 
