@@ -92,12 +92,20 @@ def stack_clients(spec_file: str, offline: bool) -> Iterator[Any]:
 
 
 def wants_local(args: argparse.Namespace) -> bool:
-    """No URL was asked for, and `agentfn run` has kept state beside the spec."""
+    """No URL was asked for, and `agentfn run` has kept state beside the spec. While an
+    `agentfn dev` serves that state, the command goes to its API instead (`args.url`): its
+    executions wait on the runs it started (infra.dev_state)."""
     from infra.api_client import DEFAULT_URL
+    from infra.dev_state import holder
 
     if os.environ.get("AGENTFN_URL") or args.url != DEFAULT_URL:
         return False
-    return (state_dir(args.file) / LOG_NAME).exists()
+    directory = state_dir(args.file)
+    dev = holder(directory)
+    if dev is not None:
+        args.url = dev
+        return False
+    return (directory / LOG_NAME).exists()
 
 
 def answer_locally(args: argparse.Namespace) -> int | None:
@@ -125,6 +133,10 @@ def run_local(name: str, args: argparse.Namespace) -> int | None:
             head = engine.store.load_head(args.run_id)
         except RunNotFound:
             return None
+        if head.workflow_run_id and name in {"approve", "reply"}:  # its workflow goes on
+            from infra.local_takeover import decide_step_run
+
+            return decide_step_run(name, args, spec, clients)
         progress.run_id = _root(engine, head).run_id
         try:
             if name == "status":
