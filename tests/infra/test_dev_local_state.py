@@ -195,6 +195,9 @@ def test_a_run_left_waiting_by_agentfn_run_is_approved_over_dev_and_dev_runs_are
         assert approved.returncode == 0, approved.stderr
         assert _ended(dev, on_dev)["status"] == "succeeded"
         assert run_agentfn("local", "reset", "-f", str(spec), env=env).returncode == 1
+        second = run_agentfn("dev", "-f", str(spec), "--port", "0", "--aws-port", "0", env=env)
+        assert second.returncode == 2, second.stderr  # one dev per local state
+        assert f"another agentfn dev ({dev.api}) serves the local state" in second.stderr
     finally:
         server.close()
     # dev has stopped: both runs are in the local state, read without any server
@@ -226,3 +229,45 @@ def test_a_workflow_left_waiting_by_agentfn_run_is_approved_by_another_process(
     status = run_agentfn("status", step_run, "-f", str(spec), "--json", env=env)
     assert status.returncode == 0, status.stderr
     assert json.loads(status.stdout)["status"] == "succeeded"
+
+
+def test_a_workflow_left_waiting_by_agentfn_run_is_approved_over_dev(
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    chat: ChatServer,  # noqa: F811
+) -> None:
+    spec, env = _project(tmp_path, WORKFLOW_SPEC % {"url": chat.url})
+    waiting = run_agentfn("run", "handle", "refund ORD-1", "-f", str(spec), env=env)
+    assert waiting.returncode == 3, waiting.stderr
+    step_run = waiting.stderr.split("agentfn approve ")[1].split()[0]
+
+    dev, server = _dev(tmp_path_factory, spec, {})
+    try:
+        dynamodb = boto3.client(
+            "dynamodb",
+            endpoint_url=dev.aws,
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
+        (workflow_key,) = [
+            item["pk"]["S"]
+            for item in dynamodb.scan(TableName="agentfn-local")["Items"]
+            if item["pk"]["S"].startswith("WF#")
+        ]
+        workflow = f"{dev.api}/workflow-runs/{workflow_key[3:]}"
+        assert httpx.get(workflow, timeout=10).json()["status"] == "running"
+        decided = httpx.post(
+            f"{dev.api}/runs/{step_run}/approval", json={"approved": True}, timeout=20
+        )
+        assert decided.status_code == 200, decided.text
+        view = wait_for(
+            lambda: (v := httpx.get(workflow, timeout=10).json())["status"] != "running" and v,
+            what="the workflow to end on dev",
+        )
+    finally:
+        server.close()
+    assert view["status"] == "succeeded", view
+    assert view["result"] == "Report written."
+    assert _calls(tmp_path, "note") == ["first"] and _calls(tmp_path, "refund") == ["12.5"]
+    assert len(chat.bodies) == 1  # the llm step that had answered was not asked again
