@@ -370,6 +370,8 @@ def serve(
             template = dev_state.template_for(spec, spec_path)
             stack = EmbeddedStack(spec, clients, template_path=template, engine_options=watch)
             stack.serve_api()
+            if hub is not None and not offline:  # the console lists agentfn run's runs too
+                dev_state.list_others_runs(clients.store(), hub)
             if reload is not None:
                 from infra.dev_reload import start_reloading
 

@@ -134,3 +134,39 @@ def template_for(spec: Any, spec_path: Path) -> Path | None:
     note = f"note: {committed.name} is out of date with {spec_path.name}; using the state"
     print(f"{note} machines generated from the spec (`agentfn build` updates it)", file=sys.stderr)
     return None
+
+
+#: How far ahead `list_others_runs` asks the sweep index: every unfinished run is due by then.
+_EVERY_UNFINISHED = 100 * 365 * 86400
+
+
+def list_others_runs(store: Any, hub: Any) -> None:
+    """Have the console's run list (`GET /runs`, infra.dev_console) show the unfinished runs
+    of the shared local state that this dev did not start — a run `agentfn run` left
+    waiting for approval is listed, and can be opened and decided there. The sweep index
+    holds exactly the unfinished runs (runtime.sweeper), so this reads no finished run; each
+    run is read once, then its events here keep it current."""
+    import time
+
+    from infra import dev_console
+    from infra.live_hub import RECENT_RUNS
+
+    def refresh() -> None:
+        for run_id in store.due_runs(time.time() + _EVERY_UNFINISHED, RECENT_RUNS):
+            if hub.knows(run_id):
+                continue
+            head = store.load_head(run_id)
+            first = store.list_events(run_id, after=-1, limit=1)
+            given = first[0].data.get("input") if first else None
+            hub.remember(
+                {
+                    "run_id": run_id,
+                    "agent": head.agent,
+                    "input": str(given or "")[:200],
+                    "started_at": head.created_at,
+                    "status": head.status,
+                    "updated_at": head.updated_at,
+                }
+            )
+
+    dev_console.runs_source = refresh

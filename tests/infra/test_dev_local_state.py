@@ -172,6 +172,10 @@ def test_a_run_left_waiting_by_agentfn_run_is_approved_over_dev_and_dev_runs_are
         seen = _run(dev, run_id)  # dev's API sees the run agentfn run left waiting
         assert seen["status"] == "awaiting_approval", seen
         assert [p["tool_name"] for p in seen["pending_approval"]] == ["refund"]
+        listed = httpx.get(f"{dev.api}/runs", timeout=10).json()["runs"]  # the console's list
+        assert [(r["run_id"], r["status"], r["input"]) for r in listed] == [
+            (run_id, "awaiting_approval", "note and refund")
+        ]
         decided = httpx.post(
             f"{dev.api}/runs/{run_id}/approval", json={"approved": True}, timeout=20
         )
