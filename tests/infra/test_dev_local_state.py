@@ -275,3 +275,57 @@ def test_a_workflow_left_waiting_by_agentfn_run_is_approved_over_dev(
     assert view["result"] == "Report written."
     assert _calls(tmp_path, "note") == ["first"] and _calls(tmp_path, "refund") == ["12.5"]
     assert len(chat.bodies) == 1  # the llm step that had answered was not asked again
+
+
+TEAM_SPEC = """\
+version: 1
+models:
+  boss-m:
+    provider: scripted
+    script:
+      - {tool_calls: [{name: ask_clerk, arguments: {task: refund ORD-1}}]}
+      - {text: "The clerk refunded it."}
+  m:
+    provider: scripted
+    script:
+      - {tool_calls: [{name: note, arguments: {text: first}}]}
+      - {tool_calls: [{name: refund, arguments: {amount: 12.5}}]}
+      - {text: "Noted and refunded."}
+tools:
+  note: {type: python, handler: "tools.counting_ops:note", description: Take a note.}
+  refund: {type: python, handler: "tools.counting_ops:refund", description: Refund.}
+agents:
+  boss:
+    description: Asks the clerk.
+    model: boss-m
+    sub_agents: [{agent: clerk, as: tool}]
+  clerk:
+    description: Notes, then refunds once a person allows it.
+    model: m
+    tools: [note, refund]
+    approval: [{tools: [refund]}]
+"""
+
+
+def test_an_asked_agents_approval_left_by_agentfn_run_is_decided_over_dev(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The child waits, its parent waits for it; both executions lived in `agentfn run`:
+    dev gives both new ones (the parent first), and the parent finishes after the child."""
+    spec, env = _project(tmp_path, TEAM_SPEC)
+    waiting = run_agentfn("run", "boss", "refund ORD-1", "-f", str(spec), env=env)
+    assert waiting.returncode == 3, waiting.stderr
+    child = waiting.stderr.split("agentfn approve ")[1].split()[0]
+    dev, server = _dev(tmp_path_factory, spec, {})
+    try:
+        parent = _run(dev, child)["parent_run_id"]
+        assert _run(dev, parent)["status"] == "awaiting_children"
+        decided = httpx.post(
+            f"{dev.api}/runs/{child}/approval", json={"approved": True}, timeout=20
+        )
+        assert decided.status_code == 200, decided.text
+        done = _ended(dev, parent)
+    finally:
+        server.close()
+    assert done["status"] == "succeeded" and done["result"] == "The clerk refunded it.", done
+    assert _calls(tmp_path, "note") == ["first"] and _calls(tmp_path, "refund") == ["12.5"]
