@@ -138,6 +138,8 @@ def template_for(spec: Any, spec_path: Path) -> Path | None:
 
 #: How far ahead `list_others_runs` asks the sweep index: every unfinished run is due by then.
 _EVERY_UNFINISHED = 100 * 365 * 86400
+#: At most one look at the sweep index (16 queries) per this many seconds.
+REFRESH_SECONDS = 2.0
 
 
 def list_others_runs(store: Any, hub: Any) -> None:
@@ -151,7 +153,12 @@ def list_others_runs(store: Any, hub: Any) -> None:
     from infra import dev_console
     from infra.live_hub import RECENT_RUNS
 
+    last = [0.0]
+
     def refresh() -> None:
+        if time.monotonic() - last[0] < REFRESH_SECONDS:  # the console polls every 3 s
+            return
+        last[0] = time.monotonic()
         for run_id in store.due_runs(time.time() + _EVERY_UNFINISHED, RECENT_RUNS):
             if hub.knows(run_id):
                 continue
