@@ -296,7 +296,7 @@ def _both(*listeners: Callable[[Any], None]) -> Callable[[Any], None]:
 def dev_command(args: argparse.Namespace) -> int:
     import handlers.api
     from infra.environments import selected
-    from infra.local_runs import prepare_project
+    from infra.local_project import prepare_project
     from infra.validate import validate_file
 
     spec_path = Path(args.file)

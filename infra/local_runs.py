@@ -4,10 +4,11 @@
 AGENTFN_URL) is given and the run is in the local state beside the spec (`-f`,
 infra.local_state); otherwise they talk to an HTTP API as before (`agentfn dev`, a
 deployed stage). `approve` and `reply` then resume the run in this process where it
-stopped: the run's history is in the table, so tools already called are not called again.
+stopped: the run's history is in the table, so tools already called are not called again;
+a workflow's step run resumes its workflow (infra.local_takeover). While `agentfn dev`
+serves the local state, they ask dev instead (infra.dev_state).
 
-Also here: what `agentfn run` prepares before a run (the spec's tools on sys.path, the
-`.env` beside the spec) and which embedded AWS it opens (`--offline` or the local state).
+Also here: which embedded AWS `agentfn run` opens (`--offline` or the local state).
 """
 
 from __future__ import annotations
@@ -17,46 +18,14 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
+from infra.local_project import prepare_project
 from infra.local_state import LOG_NAME, state_dir
 from runtime.errors import AgentfnError, RunNotFound
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 _IGNORE_ENDPOINTS = "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"
-
-
-def load_dotenv(path: Path) -> list[str]:
-    """`KEY=VALUE` lines of a `.env` file (git-ignored; e.g. AGENTFN_SECRET_OPENAI=…) into
-    the environment, never over a variable already set. The names set."""
-    if not path.is_file():
-        return []
-    loaded = []
-    for raw in path.read_text(encoding="utf-8").splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        key, _, value = line.removeprefix("export ").partition("=")
-        key, value = key.strip(), value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        if key and key not in os.environ:
-            os.environ[key] = value
-            loaded.append(key)
-    return loaded
-
-
-def prepare_project(spec_file: str) -> None:
-    """The spec's own tools package on sys.path; its `.env` in the environment; AWS_REGION
-    (what the AWS CLI and the other SDKs read) as the region of boto3's clients too (boto3
-    reads only AWS_DEFAULT_REGION)."""
-    project = Path(spec_file).resolve().parent
-    if str(project) not in sys.path:
-        sys.path.insert(0, str(project))
-    load_dotenv(project / ".env")
-    if os.environ.get("AWS_REGION") and not os.environ.get("AWS_DEFAULT_REGION"):
-        os.environ["AWS_DEFAULT_REGION"] = os.environ["AWS_REGION"]
 
 
 @contextmanager
@@ -134,8 +103,6 @@ def run_local(name: str, args: argparse.Namespace) -> int | None:
         except RunNotFound:
             return None
         if head.workflow_run_id and name in {"approve", "reply"}:  # its workflow goes on
-            from infra.local_takeover import decide_step_run
-
             return decide_step_run(name, args, spec, clients)
         progress.run_id = _root(engine, head).run_id
         try:
@@ -196,3 +163,40 @@ def _events(engine: Any, args: argparse.Namespace, event_line: Any) -> int:
         if not events:
             return EXIT_OK
         after = events[-1].seq
+
+
+def decide_step_run(name: str, args: argparse.Namespace, spec: Any, clients: Any) -> int:
+    """`agentfn approve|reply RUN_ID` on a workflow's step run that `agentfn run` left
+    waiting: the decision is recorded, the workflow re-enters its state machine here
+    (take_over) and is followed to its end, or to the next wait (exit 3)."""
+    from infra.api_client import edited_inputs
+    from infra.embedded_stack import EmbeddedStack
+    from infra.run_cli import EXIT_FAILED, Progress
+    from infra.run_workflow import _follow
+    from runtime.errors import AgentfnError
+    from runtime.workflows.service import WorkflowService
+
+    progress = Progress(sys.stderr, enabled=not args.json)
+    stack = EmbeddedStack(spec, clients, engine_options={"listener": progress})
+    service = stack.service
+    head = service.engine.store.load_head(args.run_id)
+    try:
+        if name == "approve":
+            service.approve(
+                args.run_id,
+                not args.deny,
+                tool_call_id=args.tool_call_id,
+                reason=args.reason,
+                edited_inputs=edited_inputs(args),
+                by="cli",
+            )
+        else:
+            service.reply(args.run_id, " ".join(args.text), by="cli")
+    except AgentfnError as exc:
+        print(f"agentfn {name}: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    resume = argparse.Namespace(
+        json=args.json, reply=[], approve=None, deny=False, reason=None, offline=False
+    )
+    assert head.workflow_run_id is not None
+    return _follow(WorkflowService(service), head.workflow_run_id, resume)

@@ -17,10 +17,6 @@ shared runs table is enough to carry on without calling anything twice:
 
 from __future__ import annotations
 
-import argparse
-import sys
-from typing import Any
-
 from runtime.service import RunService
 from runtime.store.base import TERMINAL, RunHead
 
@@ -56,40 +52,3 @@ def take_over(service: RunService, head: RunHead) -> list[str]:
         if service.start_execution(restarted):
             started.append(run.run_id)
     return started
-
-
-def decide_step_run(name: str, args: argparse.Namespace, spec: Any, clients: Any) -> int:
-    """`agentfn approve|reply RUN_ID` on a workflow's step run that `agentfn run` left
-    waiting: the decision is recorded, the workflow re-enters its state machine here
-    (take_over) and is followed to its end, or to the next wait (exit 3)."""
-    from infra.api_client import edited_inputs
-    from infra.embedded_stack import EmbeddedStack
-    from infra.run_cli import EXIT_FAILED, Progress
-    from infra.run_workflow import _follow
-    from runtime.errors import AgentfnError
-    from runtime.workflows.service import WorkflowService
-
-    progress = Progress(sys.stderr, enabled=not args.json)
-    stack = EmbeddedStack(spec, clients, engine_options={"listener": progress})
-    service = stack.service
-    head = service.engine.store.load_head(args.run_id)
-    try:
-        if name == "approve":
-            service.approve(
-                args.run_id,
-                not args.deny,
-                tool_call_id=args.tool_call_id,
-                reason=args.reason,
-                edited_inputs=edited_inputs(args),
-                by="cli",
-            )
-        else:
-            service.reply(args.run_id, " ".join(args.text), by="cli")
-    except AgentfnError as exc:
-        print(f"agentfn {name}: {exc}", file=sys.stderr)
-        return EXIT_FAILED
-    resume = argparse.Namespace(
-        json=args.json, reply=[], approve=None, deny=False, reason=None, offline=False
-    )
-    assert head.workflow_run_id is not None
-    return _follow(WorkflowService(service), head.workflow_run_id, resume)

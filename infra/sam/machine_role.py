@@ -49,7 +49,8 @@ NOTE = (
 def shared_role(spec: AgentfnSpec) -> dict[str, Any]:
     account = ref("AWS::AccountId")
     functions = sub(
-        "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:" + NAME_PREFIX
+        "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:"
+        + NAME_PREFIX
         + "*"
     )
     machines = sub(
