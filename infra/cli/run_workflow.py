@@ -6,7 +6,7 @@ A step run that waits for a person is decided by the flags (`--approve`, `--deny
 `--reply`) or, on a terminal, by asking; otherwise the command says what is waiting and
 exits 3. The workflow's state machine execution ends with the process, but its position is
 in the local state: `agentfn approve|reply STEP_RUN_ID` (or `agentfn dev`'s API) records
-the decision and re-enters the state machine where it stopped (infra.local_takeover).
+the decision and re-enters the state machine where it stopped (infra.local.takeover).
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """The AWS side of `agentfn dev`: moto's server on loopback, in this process, and what
 points the stack's clients at it.
 
-Two modes, as `agentfn run`'s (infra.local): by default only the stack's own clients (the
+Two modes, as `agentfn run`'s (infra.local.aws): by default only the stack's own clients (the
 runs table, the bucket, the state machines, EventBridge, the stack's functions) talk to the
 server, which keeps its DynamoDB and S3 state in the project's local state (`.agentfn/local/`,
-infra.local_state, shared with `agentfn run` and `agentfn status|approve …`), while Bedrock,
+infra.local.local_state, shared with `agentfn run` and `agentfn status|approve …`), while Bedrock,
 Lambda tools by ARN, knowledge bases, AgentCore, secrets and the RDS Data API go where the
 user's environment sends them (`stack_only`); with `--offline`, every boto3 client of the
 process is pointed at the server with dummy credentials and nothing is kept (`pointed_at`).

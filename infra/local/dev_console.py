@@ -34,7 +34,7 @@ POLICY = "default-src 'self'; style-src 'self'; script-src 'self'; connect-src '
 #: (infra.local.dev_reload; set by `agentfn dev` once its stack runs).
 status_source: Callable[[], dict[str, Any]] | None = None
 #: Called before `GET /runs` answers: lists the runs other processes left in the shared
-#: local state (infra.dev_state.list_others_runs; not with --offline).
+#: local state (infra.local.dev_state.list_others_runs; not with --offline).
 runs_source: Callable[[], None] | None = None
 
 

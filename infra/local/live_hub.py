@@ -71,7 +71,7 @@ class LiveHub:
 
     def remember(self, run: dict[str, Any]) -> None:
         """List a run this server did not start (another process's, from the local state:
-        infra.dev_state.list_others_runs); its later events here update it."""
+        infra.local.dev_state.list_others_runs); its later events here update it."""
         with self._lock:
             self._recent.setdefault(run["run_id"], run)
             while len(self._recent) > RECENT_RUNS:
