@@ -35,6 +35,12 @@ def client(name: str, **options: Any) -> Any:
     return _clients.setdefault(key, LazyClient(name, **options))
 
 
+def use_client(name: str, client: Any) -> None:
+    """Use `client` for `name` (no options) from now on: `agentfn dev` hands in the local
+    stack's own Secrets Manager, as the process's default client may be the user's AWS."""
+    _clients[name + json.dumps({}, sort_keys=True)] = client
+
+
 def _management(event: dict[str, Any]) -> Any:
     context = event["requestContext"]
     endpoint = os.environ.get("AGENTFN_LIVE_ENDPOINT") or (

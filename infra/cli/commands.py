@@ -254,9 +254,13 @@ def _add_env(parser: argparse.ArgumentParser) -> None:
 
 def cmd_local(args: argparse.Namespace) -> int:
     """`agentfn local reset`: forget the runs `agentfn run` kept beside the spec."""
+    from infra.local.dev_state import holder
     from infra.local.local_state import reset, state_dir
 
     where = state_dir(args.file)
+    if holder(where):
+        _err(f"agentfn dev ({holder(where)}) serves the local state in {where}: stop it first")
+        return 1
     if reset(where):
         _err(f"cleared the local state in {where}")
     else:

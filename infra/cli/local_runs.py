@@ -4,10 +4,9 @@
 AGENTFN_URL) is given and the run is in the local state beside the spec (`-f`,
 infra.local.local_state); otherwise they talk to an HTTP API as before (`agentfn dev`, a
 deployed stage). `approve` and `reply` then resume the run in this process where it
-stopped: the run's history is in the table, so tools already called are not called again.
-
-Also here: what `agentfn run` prepares before a run (the spec's tools on sys.path, the
-`.env` beside the spec) and which embedded AWS it opens (`--offline` or the local state).
+stopped: the run's history is in the table, so tools already called are not called again;
+a workflow's step run resumes its workflow (infra.local.takeover). While `agentfn dev`
+serves the local state, they ask dev instead (infra.local.dev_state).
 """
 
 from __future__ import annotations
@@ -25,12 +24,20 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
 
 def wants_local(args: argparse.Namespace) -> bool:
-    """No URL was asked for, and `agentfn run` has kept state beside the spec."""
+    """No URL was asked for, and `agentfn run` has kept state beside the spec. While an
+    `agentfn dev` serves that state, the command goes to its API instead (`args.url`): its
+    executions wait on the runs it started (infra.local.dev_state)."""
     from infra.cli.api_base import DEFAULT_URL
+    from infra.local.dev_state import holder
 
     if os.environ.get("AGENTFN_URL") or args.url != DEFAULT_URL:
         return False
-    return (state_dir(args.file) / LOG_NAME).exists()
+    directory = state_dir(args.file)
+    dev = holder(directory)
+    if dev is not None:
+        args.url = dev
+        return False
+    return (directory / LOG_NAME).exists()
 
 
 def answer_locally(args: argparse.Namespace) -> int | None:
@@ -59,6 +66,8 @@ def run_local(name: str, args: argparse.Namespace) -> int | None:
             head = engine.store.load_head(args.run_id)
         except RunNotFound:
             return None
+        if head.workflow_run_id and name in {"approve", "reply"}:  # its workflow goes on
+            return decide_step_run(name, args, spec, clients)
         progress.run_id = _root(engine, head).run_id
         try:
             if name == "status":
@@ -118,3 +127,41 @@ def _events(engine: Any, args: argparse.Namespace, event_line: Any) -> int:
         if not events:
             return EXIT_OK
         after = events[-1].seq
+
+
+def decide_step_run(name: str, args: argparse.Namespace, spec: Any, clients: Any) -> int:
+    """`agentfn approve|reply RUN_ID` on a workflow's step run that `agentfn run` left
+    waiting: the decision is recorded, the workflow re-enters its state machine here
+    (take_over) and is followed to its end, or to the next wait (exit 3)."""
+    from infra.cli.api_base import edited_inputs
+    from infra.cli.run_cli import EXIT_FAILED
+    from infra.cli.run_workflow import _follow
+    from infra.local.embedded_stack import EmbeddedStack
+    from infra.local.progress import Progress
+    from runtime.errors import AgentfnError
+    from runtime.workflows.service import WorkflowService
+
+    progress = Progress(sys.stderr, enabled=not args.json)
+    stack = EmbeddedStack(spec, clients, engine_options={"listener": progress})
+    service = stack.service
+    head = service.engine.store.load_head(args.run_id)
+    try:
+        if name == "approve":
+            service.approve(
+                args.run_id,
+                not args.deny,
+                tool_call_id=args.tool_call_id,
+                reason=args.reason,
+                edited_inputs=edited_inputs(args),
+                by="cli",
+            )
+        else:
+            service.reply(args.run_id, " ".join(args.text), by="cli")
+    except AgentfnError as exc:
+        print(f"agentfn {name}: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    resume = argparse.Namespace(
+        json=args.json, reply=[], approve=None, deny=False, reason=None, offline=False
+    )
+    assert head.workflow_run_id is not None
+    return _follow(WorkflowService(service), head.workflow_run_id, resume)

@@ -4,8 +4,9 @@ state machine). Progress goes to stderr step by step; the result to stdout.
 
 A step run that waits for a person is decided by the flags (`--approve`, `--deny`,
 `--reply`) or, on a terminal, by asking; otherwise the command says what is waiting and
-exits 3 (a workflow's state machine execution ends with the process, so a workflow cannot
-be resumed later — deploy, or use `agentfn dev`, for workflows that wait for people for real).
+exits 3. The workflow's state machine execution ends with the process, but its position is
+in the local state: `agentfn approve|reply STEP_RUN_ID` (or `agentfn dev`'s API) records
+the decision and re-enters the state machine where it stopped (infra.local.takeover).
 """
 
 from __future__ import annotations
@@ -91,9 +92,11 @@ def _follow(workflows: Any, workflow_run_id: str, args: argparse.Namespace) -> i
             break
         waiting = _waiting_run(workflows, view)
         if waiting is not None and not _decide(workflows, waiting, args, replies):
+            later = _decide_later(waiting, bool(getattr(args, "offline", False)))
             print(
                 f"step run {waiting.run_id} ({waiting.agent}) {_what_it_waits_for(waiting)}: "
-                'run the same command with --approve/--deny or --reply "…" (or in a terminal).',
+                f'run the same command with --approve/--deny or --reply "…" (or in a '
+                f"terminal){later}",
                 file=sys.stderr,
             )
             return EXIT_NEEDS_REPLY
@@ -115,6 +118,15 @@ def _follow(workflows: Any, workflow_run_id: str, args: argparse.Namespace) -> i
             file=sys.stderr,
         )
     return EXIT_FAILED
+
+
+def _decide_later(head: Any, offline: bool) -> str:
+    """How to decide from another command (the local state keeps the workflow's place)."""
+    if offline:
+        return "."
+    if head.status == "awaiting_input":
+        return f', or later: agentfn reply {head.run_id} "…".'
+    return f", or later: agentfn approve {head.run_id} [--deny] [--tool-call-id ID]."
 
 
 def _what_it_waits_for(head: Any) -> str:

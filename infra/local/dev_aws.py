@@ -1,5 +1,13 @@
-"""The AWS side of `agentfn dev`: moto's server on loopback, in this process, and the
-environment that points every boto3 client in the process at it.
+"""The AWS side of `agentfn dev`: moto's server on loopback, in this process, and what
+points the stack's clients at it.
+
+Two modes, as `agentfn run`'s (infra.local.aws): by default only the stack's own clients (the
+runs table, the bucket, the state machines, EventBridge, the stack's functions) talk to the
+server, which keeps its DynamoDB and S3 state in the project's local state (`.agentfn/local/`,
+infra.local.local_state, shared with `agentfn run` and `agentfn status|approve …`), while Bedrock,
+Lambda tools by ARN, knowledge bases, AgentCore, secrets and the RDS Data API go where the
+user's environment sends them (`stack_only`); with `--offline`, every boto3 client of the
+process is pointed at the server with dummy credentials and nothing is kept (`pointed_at`).
 
 moto's server answers every request, from anyone: it wraps its Flask apps in flask-cors
 (`Access-Control-Allow-Origin` for any Origin, preflights granted) unless
@@ -23,10 +31,12 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
 from infra.local.dev_origin import host_refusal
+from infra.local.local_state import RequestLog
 
 HOST = "127.0.0.1"
 LISTEN_BACKLOG = 1024  # connections waiting to be accepted, on either port
@@ -47,7 +57,13 @@ class MotoServer:
     builds, but bound here first, so a port in use is an immediate OSError (werkzeug calls
     sys.exit, in ThreadedMotoServer's thread, and its start() then waits forever)."""
 
-    def __init__(self, port: int, host: str = HOST, allowed: frozenset[str] = frozenset()):
+    def __init__(
+        self,
+        port: int,
+        host: str = HOST,
+        allowed: frozenset[str] = frozenset(),
+        state: Path | None = None,
+    ):
         from moto.moto_server.werkzeug_app import DomainDispatcherApplication as Application
         from moto.moto_server.werkzeug_app import MotoRequestHandler, create_backend_app
         from werkzeug.serving import make_server
@@ -57,7 +73,12 @@ class MotoServer:
 
         install()  # moto's DynamoDB without its table-wide copies (infra.local.local_dynamodb)
         logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no access log per AWS call
-        app = guarded(serialized(Application(create_backend_app)), allowed)
+        served: Wsgi = serialized(Application(create_backend_app))
+        self.log: RequestLog | None = None
+        if state is not None:  # DynamoDB and S3 kept on disk, shared with other processes
+            self.log = RequestLog(served, state)
+            served = self.log
+        app = guarded(served, allowed)
         bound = socket.create_server((host, port), backlog=LISTEN_BACKLOG)
         with bound:  # werkzeug would sys.exit on OSError
             self.server = make_server(
@@ -74,12 +95,18 @@ class MotoServer:
         # in process: the guard refuses moto's unsigned /moto-api/ routes.
         config = {"lambda": {"use_docker": False}, "stepfunctions": {"execute_state_machine": True}}
         moto_api_backend.set_config(config)
+        if self.log is not None:  # what `agentfn run` (or an earlier dev) left: replayed
+            with self.log.locked():
+                self.log.catch_up()
+                self.log.compact_if_large()
         self.thread.start()
 
     def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(timeout=5)
+        if self.log is not None:
+            self.log.close()
 
 
 def key_id(environ: dict[str, Any]) -> str | None:
@@ -146,19 +173,20 @@ WATCH_KEY_NAME = "agentfn-local-watch-key"
 
 
 def create_watch_key(url: str) -> None:
-    """The dev stack's watch key (runtime.live.watch_token): a random secret in the local Secrets
-    Manager, as the deployed stack generates one; the API finds it as deployed, by the
-    environment."""
+    """The dev stack's watch key (runtime.live.watch_token): a random secret in the local
+    Secrets Manager, as the deployed stack generates one; the API finds it by the
+    environment, with the stack's own Secrets Manager client (the process's default one may
+    be real AWS)."""
     import secrets
 
-    import boto3
-
-    from infra.local.aws import LOCAL_REGION
+    from handlers.live import use_client
+    from infra.local.aws import stack_client
     from runtime.live.watch_token import KEY_SECRET_ENV
 
-    manager = boto3.client("secretsmanager", region_name=LOCAL_REGION, endpoint_url=url)
+    manager = stack_client("secretsmanager", url)
     with suppress(manager.exceptions.ResourceExistsException):  # kept from an earlier start
         manager.create_secret(Name=WATCH_KEY_NAME, SecretString=secrets.token_urlsafe(48))
+    use_client("secretsmanager", manager)
     os.environ[KEY_SECRET_ENV] = WATCH_KEY_NAME
 
 
@@ -184,6 +212,33 @@ def pointed_at(url: str, port: int) -> Iterator[None]:
             "AWS_SECRET_ACCESS_KEY": ACCESS_KEY_ID,
             "AWS_DEFAULT_REGION": LOCAL_REGION,
             "AWS_REGION": LOCAL_REGION,
+            "MOTO_PORT": str(port),
+            "NO_PROXY": no_proxy,
+            "no_proxy": no_proxy,
+            "AGENTFN_TABLE": LOCAL_TABLE,
+            "AGENTFN_BUCKET": LOCAL_BUCKET,
+        }
+    )
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+@contextmanager
+def stack_only(port: int) -> Iterator[None]:
+    """What the stack needs from the process's environment when only its own clients use
+    the local endpoint: moto's Step Functions interpreter calls the stack's functions on
+    MOTO_PORT (never through a proxy), and the handlers find the table and bucket names
+    where the deployed functions do. Credentials, region and AWS_ENDPOINT_URL_* stay the
+    user's."""
+    from infra.local.aws import LOCAL_BUCKET, LOCAL_TABLE
+
+    saved = dict(os.environ)
+    no_proxy = ",".join(filter(None, [os.environ.get("NO_PROXY"), "127.0.0.1,localhost"]))
+    os.environ.update(
+        {
             "MOTO_PORT": str(port),
             "NO_PROXY": no_proxy,
             "no_proxy": no_proxy,

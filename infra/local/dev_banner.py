@@ -10,7 +10,8 @@ from infra.local.dev_aws import HOST
 from infra.local.dev_gateway import STAGE
 
 
-def banner(spec: Any, spec_path: Path, port: int, aws_url: str) -> str:
+def banner(spec: Any, spec_path: Path, port: int, aws_url: str, state: Path | None = None) -> str:
+    """`state`: where the local state is kept (None: --offline, in memory)."""
     from infra.local.aws import LOCAL_BUCKET, LOCAL_REGION, LOCAL_TABLE
 
     region = LOCAL_REGION
@@ -33,6 +34,16 @@ def banner(spec: Any, spec_path: Path, port: int, aws_url: str) -> str:
             f"    --endpoint-url {aws_url} dynamodb scan --table-name {LOCAL_TABLE}",
             f"  agentfn status RUN_ID --url {api}",
             f"  curl -N {api}/runs/RUN_ID/stream      (the run live, as server-sent events)",
-            "State lives in memory until this stops (Ctrl-C).",
+            *_where(state),
         ]
     )
+
+
+def _where(state: Path | None) -> list[str]:
+    if state is None:
+        return ["--offline: every AWS call is moto's; state lives in memory until this stops."]
+    return [
+        f"State: {state} (shared with `agentfn run`; `agentfn local reset` clears it).",
+        "Models and other AWS services are real: your AWS_PROFILE/keys and region "
+        "(--offline emulates them).",
+    ]

@@ -2,7 +2,8 @@
 
 `/` is a page and a script shipped in the package (infra/local/console/: no build step, no CDN)
 that uses the public API only — REST and the SSE stream — so whatever it does, curl can do.
-`GET /runs?limit=N` lists the runs this server has seen, newest first (agentfn dev only: the
+`GET /runs?limit=N` lists the runs this server has seen, and the unfinished runs other
+processes (`agentfn run`) left in the shared local state, newest first (agentfn dev only: the
 deployed API has no listing; its runs are in DynamoDB and Step Functions)."""
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ POLICY = "default-src 'self'; style-src 'self'; script-src 'self'; connect-src '
 #: What `GET /dev/status` answers: the spec being served and an invalid edit's problems
 #: (infra.local.dev_reload; set by `agentfn dev` once its stack runs).
 status_source: Callable[[], dict[str, Any]] | None = None
+#: Called before `GET /runs` answers: lists the runs other processes left in the shared
+#: local state (infra.local.dev_state.list_others_runs; not with --offline).
+runs_source: Callable[[], None] | None = None
 
 
 def answer(method: str, path: str, query: str, hub: LiveHub) -> Answer | None:
@@ -56,6 +60,8 @@ def answer(method: str, path: str, query: str, hub: LiveHub) -> Answer | None:
                 "error_message": "limit: a whole number from 1 to 200",
             }
             return 400, [("Content-Type", "application/json")], json.dumps(body).encode()
+        if runs_source is not None:
+            runs_source()
         runs = json.dumps({"runs": hub.recent(limit)}).encode()
         return 200, [("Content-Type", "application/json"), *HEADERS], runs
     return None

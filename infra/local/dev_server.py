@@ -6,8 +6,11 @@ S3, Step Functions that really execute, Lambda without Docker, EventBridge), so 
 functions are dispatched to the real handlers here (infra.local.local_lambda); the generated state
 machines and the step handler (infra.local.embedded_stack); and the HTTP API on 127.0.0.1:<port>,
 where each request becomes an API Gateway REST proxy event (stage "dev") for
-`handlers.api.handler`. Nothing listens beyond loopback, and both ports refuse what a web
-page could send them (infra.local.dev_origin); Ctrl-C or SIGTERM stops it.
+`handlers.api.handler`. Only the stack's own clients use the moto server, whose tables and
+bucket are the project's local state, shared with `agentfn run`; models and every other
+AWS service are the user's (infra.local.dev_state; `--offline`: all in moto, nothing kept).
+Nothing listens beyond loopback, and both ports refuse what a web page could send them
+(infra.local.dev_origin); Ctrl-C or SIGTERM stops it.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import os
 import signal
 import sys
 import threading
@@ -26,8 +30,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from infra.local import dev_console
-from infra.local.dev_aws import HOST, LISTEN_BACKLOG, MotoServer, create_watch_key, pointed_at
+from infra.local import dev_console, dev_state
+from infra.local.dev_aws import HOST, LISTEN_BACKLOG, MotoServer
 from infra.local.dev_gateway import proxy_event
 from infra.local.dev_origin import ALLOW_HOSTS_ENV, Refusal, allowed_hosts, api_refusal
 from infra.local.dev_stream import serve as serve_stream
@@ -48,6 +52,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="the API's port")
     parser.add_argument(
         "--aws-port", type=int, default=DEFAULT_AWS_PORT, help="the AWS endpoint's port (moto)"
+    )
+    parser.add_argument(
+        "--offline",
+        action="store_true",
+        default=os.environ.get("AGENTFN_OFFLINE", "") not in {"", "0"},
+        help="emulate every AWS call (models, tools, secrets too) in memory, keep nothing "
+        "(default: only the stack's own resources, kept in .agentfn/local/ as agentfn run's)",
     )
     parser.add_argument(
         "--no-reload",
@@ -202,19 +213,6 @@ def _both(*listeners: Callable[[Any], None]) -> Callable[[Any], None]:
     return each
 
 
-def template_for(spec: Any, spec_path: Path) -> Path | None:
-    """The committed template.yaml next to the spec when it is what the spec produces, else
-    None (the stack generates the definitions itself)."""
-    from infra.sam.template import build_template, render
-
-    committed = spec_path.resolve().parent / "template.yaml"
-    if not committed.exists() or committed.read_text("utf-8") == render(build_template(spec)):
-        return committed if committed.exists() else None
-    note = f"note: {committed.name} is out of date with {spec_path.name}; using the state"
-    print(f"{note} machines generated from the spec (`agentfn build` updates it)", file=sys.stderr)
-    return None
-
-
 # ---- the command ---------------------------------------------------------------------------
 
 
@@ -222,6 +220,7 @@ def dev_command(args: argparse.Namespace) -> int:
     import handlers.api
     from infra.checks.environments import selected
     from infra.checks.validate import validate_file
+    from infra.local.project import prepare_project
 
     spec_path = Path(args.file)
     result = validate_file(spec_path, selected(getattr(args, "env", None)))
@@ -229,13 +228,12 @@ def dev_command(args: argparse.Namespace) -> int:
         lines = [*map(str, result.issues), f"{len(result.issues)} problem(s) in {args.file}."]
         print("\n".join(lines), file=sys.stderr)
         return 1
-    project = str(spec_path.resolve().parent)
-    if project not in sys.path:
-        sys.path.insert(0, project)  # the spec's own tools package
+    prepare_project(args.file)  # the spec's own tools package, its .env, AWS_REGION
     aws, where = None, f"{HOST}:{args.aws_port} (--aws-port)"
     allowed = allowed_hosts(args.allow_host)
+    state = dev_state.state_for(spec_path, args.offline)
     try:
-        aws = MotoServer(args.aws_port, allowed=allowed)
+        aws = MotoServer(args.aws_port, allowed=allowed, state=state)
         where = f"{HOST}:{args.port} (--port)"
         bridge = ApiBridge(handlers.api.container)
         api = make_http_server(bridge, args.port, hub=LiveHub(), allowed=allowed)
@@ -244,14 +242,23 @@ def dev_command(args: argparse.Namespace) -> int:
             aws.server.server_close()
         print(f"cannot listen on {where}: {exc.strerror or exc}", file=sys.stderr)
         return 2
+    try:
+        held = state and dev_state.hold(state, f"http://{HOST}:{api.server_port}")
+    except dev_state.StateHeld as exc:
+        aws.server.server_close()
+        api.server_close()
+        print(f"agentfn dev: {exc}", file=sys.stderr)
+        return 2
     stop = threading.Event()
     previous = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         reload = None if args.no_reload else selected(getattr(args, "env", None)) or ""
-        serve(result.spec, spec_path, aws, api, stop, reload=reload)
+        serve(result.spec, spec_path, aws, api, stop, reload=reload, offline=state is None)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        if held:
+            held.close()
     return 0
 
 
@@ -262,53 +269,39 @@ def serve(
     api: ThreadingHTTPServer,
     stop: threading.Event,
     reload: str | None = None,
+    offline: bool = True,
 ) -> None:
     """Start the AWS side and the stack, answer requests until `stop` is set, shut down.
-    `reload`: the environment to reload the spec with on edits ("" for none); None: never."""
-    import boto3
-
-    from infra.local.aws import (
-        LOCAL_BUCKET,
-        LOCAL_REGION,
-        LOCAL_TABLE,
-        AwsClients,
-        create_resources,
-    )
+    `reload`: the environment to reload the spec with on edits ("" for none); None: never.
+    `offline`: every AWS call of the process in moto (else the stack's own only)."""
     from infra.local.dev_banner import banner
     from infra.local.embedded_stack import EmbeddedStack
-    from infra.local.local_lambda import dispatching
     from infra.local.progress import Progress
     from runtime.tools.mcp import stop_all
 
     api_thread = threading.Thread(target=api.serve_forever, daemon=True)
     bridge: ApiBridge = api.RequestHandlerClass.bridge  # type: ignore[attr-defined]
     hub: LiveHub | None = getattr(api.RequestHandlerClass, "hub", None)
-    with pointed_at(aws.url, aws.port), dispatching():
+    with dev_state.dev_aws(aws, offline):
         aws.start()
         try:
-            client = {"region_name": LOCAL_REGION, "endpoint_url": aws.url}
-            clients = AwsClients(
-                boto3.client("dynamodb", **client),
-                boto3.client("s3", **client),
-                LOCAL_TABLE,
-                LOCAL_BUCKET,
-                boto3.client("lambda", **client),
-            )
-            create_resources(clients)
-            create_watch_key(aws.url)
+            clients = dev_state.dev_clients(aws, offline)
             progress = Progress(sys.stderr, True, tag_runs=True)  # as `agentfn run`
             watch: dict[str, Any] = {"listener": progress}
             if hub is not None:  # SSE watchers: every event, and the answers as they stream
                 watch = {"listener": _both(progress, hub.on_event), "chunks": hub.on_chunk}
-            template = template_for(spec, spec_path)
+            template = dev_state.template_for(spec, spec_path)
             stack = EmbeddedStack(spec, clients, template_path=template, engine_options=watch)
             stack.serve_api()
+            if hub is not None and not offline:  # the console lists agentfn run's runs too
+                dev_state.list_others_runs(clients.store(), hub)
             if reload is not None:
                 from infra.local.dev_reload import start_reloading
 
                 start_reloading(stack, spec_path, reload or None, clients, watch, stop)
             api_thread.start()
-            print(banner(spec, spec_path, api.server_port, aws.url), flush=True)
+            state = aws.log.directory if aws.log is not None else None
+            print(banner(spec, spec_path, api.server_port, aws.url, state), flush=True)
             while not stop.wait(0.5):
                 pass
             print("shutting down…", file=sys.stderr, flush=True)

@@ -18,6 +18,7 @@ import yaml
 
 from infra.local.aws import LOCAL_IDEMPOTENCY_TABLE, LOCAL_REGION, AwsClients
 from infra.local.local_lambda import register
+from infra.local.takeover import SharedStateService
 from infra.sam import asl, workflow_asl
 from infra.sam.naming import agent_state_machine_id, workflow_state_machine_id
 from runtime.engine.loop import Engine
@@ -119,6 +120,9 @@ class EmbeddedStack:
         # local server (infra.local.aws.local_aws) only the stack's own functions are
         # emulated, and a tool's function, named by its ARN, is the user's, in real AWS.
         tools_lambda = (lambda: self.clients.lambda_) if self.clients.endpoint is None else None
+        # On the local state other processes share it (`agentfn run`, `agentfn approve`, dev):
+        # a decision on a run whose execution lived elsewhere takes the run over here.
+        kind = RunService if self.clients.endpoint is None else SharedStateService
 
         def service(scope: str | None) -> RunService:
             engine = Engine(
@@ -128,7 +132,7 @@ class EmbeddedStack:
                 scope=scope,
                 **self.engine_options,
             )
-            return RunService(
+            return kind(
                 engine,
                 stack,
                 sfn=sfn,

@@ -69,6 +69,18 @@ class LiveHub:
             runs = list(self._recent.values())
         return sorted(runs, key=lambda r: r["started_at"], reverse=True)[:limit]
 
+    def remember(self, run: dict[str, Any]) -> None:
+        """List a run this server did not start (another process's, from the local state:
+        infra.local.dev_state.list_others_runs); its later events here update it."""
+        with self._lock:
+            self._recent.setdefault(run["run_id"], run)
+            while len(self._recent) > RECENT_RUNS:
+                del self._recent[next(iter(self._recent))]
+
+    def knows(self, run_id: str) -> bool:
+        with self._lock:
+            return run_id in self._recent
+
     def _note(self, event: Event) -> None:
         with self._lock:
             run = self._recent.get(event.run_id)

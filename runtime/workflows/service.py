@@ -242,11 +242,35 @@ class WorkflowService(StepTasks):
                 input=json.dumps({"workflow_run_id": run.workflow_run_id}),
             )
 
-    def _stop_execution(self, run: WorkflowRun) -> None:
+    def reenter(self, workflow_run_id: str) -> bool:
+        """Start the state machine again for a running workflow whose execution is gone
+        (it lived in another process: `agentfn run` locally). Nothing runs twice: `plan`
+        passes over every step already finished, and the step that was waiting finds its
+        runs again (`run_item`: each by its derived id, given the new task's token). False
+        when the workflow has ended or its execution still runs."""
+        run = self.load(workflow_run_id)
+        execution = self._execution_arn(run)
+        if run.status != "running" or execution is None:
+            return False
+        try:
+            status = self.runs.sfn.describe_execution(executionArn=execution)["status"]
+        except self.runs.sfn.exceptions.ExecutionDoesNotExist:
+            status = None
+        if status == "RUNNING":
+            return False
+        self._start_execution(run)
+        return True
+
+    def _execution_arn(self, run: WorkflowRun) -> str | None:
         arn = self.runs.stack.workflow_state_machine(run.workflow)
         if self.runs.sfn is None or arn is None:
+            return None
+        return arn.replace(":stateMachine:", ":execution:") + f":{run.workflow_run_id}"
+
+    def _stop_execution(self, run: WorkflowRun) -> None:
+        execution = self._execution_arn(run)
+        if execution is None:
             return
-        execution = arn.replace(":stateMachine:", ":execution:") + f":{run.workflow_run_id}"
         try:
             self.runs.sfn.stop_execution(
                 executionArn=execution, error="WorkflowCancelled", cause="cancelled"

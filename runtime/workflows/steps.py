@@ -14,6 +14,10 @@ from runtime.store.base import TERMINAL
 from runtime.workflows.records import StepRun, WorkflowRun, step_run_id
 from runtime.workflows.template import holds, lookup, render
 
+#: A step that ended without stopping its workflow: `plan` never starts it again (a failed
+#: step that stops the workflow fails the workflow, and a stopped workflow plans nothing).
+PASSED = ("succeeded", "skipped", "failed")
+
 if TYPE_CHECKING:
     from runtime.engine.loop import Engine
     from runtime.service import RunService
@@ -52,6 +56,8 @@ class StepTasks:
         runs to start. A cancelled or failed workflow starts nothing more."""
         if run.status != "running":
             return {"run": False, "items": [], "stop": True}
+        if run.steps[step.id].status in PASSED:  # a re-entered workflow (reenter): done
+            return {"run": False, "items": [], "stop": False}
         scope = self.scope(run)
         items: list[int] = [0]
         skipped: list[int] = []

@@ -59,7 +59,7 @@ def _dev(project: Path, *extra: str) -> Iterator[str]:
     port, aws_port = _free_port(), _free_port()
     log = (project / "dev.log").open("w")
     process = subprocess.Popen(
-        [sys.executable, "-m", "infra.cli", "dev", "--port", str(port), "--aws-port",
+        [sys.executable, "-m", "infra.cli", "dev", "--offline", "--port", str(port), "--aws-port",
          str(aws_port), *extra],
         cwd=project, stdout=log, stderr=subprocess.STDOUT, text=True, env=_env(),
     )  # fmt: skip

@@ -64,16 +64,21 @@ def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dev]:
 
 
 def serve_dev(
-    tmp_path_factory: pytest.TempPathFactory, *args: str, env: dict[str, str] | None = None
+    tmp_path_factory: pytest.TempPathFactory,
+    *args: str,
+    env: dict[str, str] | None = None,
+    offline: bool = True,
 ) -> Iterator[Dev]:
     """`agentfn dev` on free ports until the generator is closed, then stopped by SIGTERM
-    (`args`: more options; `env`: more environment)."""
+    (`args`: more options; `env`: more environment). `offline` (the default here): every
+    AWS call in moto and nothing kept, so parallel tests on the repo's spec share nothing."""
     logs = tmp_path_factory.mktemp("dev")
     api_port, aws_port = _free_port(), _free_port()
     out, err = logs / "stdout", logs / "stderr"
     with out.open("w") as stdout, err.open("w") as stderr:
         process = subprocess.Popen(
-            [*AGENTFN, "dev", "--port", str(api_port), "--aws-port", str(aws_port), *args],
+            [*AGENTFN, "dev", "--port", str(api_port), "--aws-port", str(aws_port), *args]
+            + (["--offline"] if offline else []),
             cwd=ROOT,
             stdout=stdout,
             stderr=stderr,
@@ -238,7 +243,7 @@ def test_a_port_in_use_is_a_clear_usage_error() -> None:
         busy.listen()
         port = busy.getsockname()[1]
         result = subprocess.run(
-            [*AGENTFN, "dev", "--port", str(_free_port()), "--aws-port", str(port)],
+            [*AGENTFN, "dev", "--offline", "--port", str(_free_port()), "--aws-port", str(port)],
             cwd=ROOT,
             capture_output=True,
             text=True,

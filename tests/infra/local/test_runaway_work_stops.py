@@ -159,7 +159,7 @@ def test_sigterm_stops_agentfn_dev_while_a_query_runs(tmp_path: Path) -> None:
     spec.write_text(yaml.safe_dump(data))
     port, aws_port = _free_port(), _free_port()
     env = {**os.environ, "HOOK_STARTED": str(tmp_path / "hook"), "AWS_DEFAULT_REGION": "us-east-1"}
-    args = ["dev", "-f", str(spec), "--port", str(port), "--aws-port", str(aws_port)]
+    args = ["dev", "--offline", "-f", str(spec), "--port", str(port), "--aws-port", str(aws_port)]
     errors = tmp_path / "stderr"
     with errors.open("w") as sink:
         agentfn = subprocess.Popen(

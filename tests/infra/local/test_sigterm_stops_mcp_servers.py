@@ -127,7 +127,7 @@ def test_sigterm_to_agentfn_dev_stops_the_stdio_servers_of_runs_in_flight(tmp_pa
     tag = uuid.uuid4().hex
     spec = _spec(tmp_path, tag)
     port, aws_port = _free_port(), _free_port()
-    args = ["dev", "-f", str(spec), "--port", str(port), "--aws-port", str(aws_port)]
+    args = ["dev", "--offline", "-f", str(spec), "--port", str(port), "--aws-port", str(aws_port)]
     agentfn = subprocess.Popen(
         [sys.executable, "-m", "infra.cli", *args],
         cwd=ROOT,

@@ -136,6 +136,56 @@ def test_an_llm_task_renders_its_prompt_calls_once_and_a_retry_does_not_call_aga
     assert workflows.scope(run)["tags"] == {"tags": ["refund", "urgent"]}
 
 
+def test_a_reentered_workflow_passes_over_finished_steps_and_finds_the_waiting_run() -> None:
+    """What `WorkflowService.reenter` relies on (a workflow whose execution lived in another
+    process, infra.local_takeover): `plan` of a finished step answers "go on" without
+    touching it, and the step that waited finds its run again under the new token."""
+    workflows, _sfn = _service()
+    workflow = _workflow(workflows, "oneshot", {"ticket": "charged twice"})
+    assert _task(workflows, action="plan", step="tags")["run"] is True
+    assert _task(workflows, action="llm", step="tags")["next"] == "continue"
+    before = workflows.load(workflow)
+    again = _task(workflows, action="plan", step="tags")  # re-entered: the step is done
+    assert again == {"run": False, "items": [], "stop": False}
+    after = workflows.load(workflow)
+    assert after.steps["tags"] == before.steps["tags"] and after.version == before.version
+
+    workflows, _sfn = _service()
+    workflow = _workflow(workflows, "triage", {"ticket": "T"})
+    _task(workflows, action="plan", step="classify")
+    first = _task(workflows, action="run_item", step="classify", item=0, task_token="old")
+    assert _task(workflows, action="plan", step="classify")["run"] is True  # still running
+    second = _task(workflows, action="run_item", step="classify", item=0, task_token="new")
+    assert second == first  # the same run, now answering the new execution's token
+    assert workflows.engine.store.load_head(first["run_id"]).workflow_token == "new"
+
+
+def test_reenter_starts_the_workflow_again_only_when_its_execution_is_gone() -> None:
+    class Described(Tokens):
+        class exceptions(Tokens.exceptions):
+            class ExecutionDoesNotExist(Exception):
+                pass
+
+        def __init__(self, status: str | None) -> None:
+            super().__init__()
+            self.status = status
+
+        def describe_execution(self, executionArn: str) -> dict[str, str]:
+            if self.status is None:
+                raise self.exceptions.ExecutionDoesNotExist(executionArn)
+            return {"status": self.status}
+
+    for status, expected in ((None, True), ("RUNNING", False), ("SUCCEEDED", True)):
+        workflows, _ = _service()
+        sfn = Described(status)
+        workflows.runs.sfn = sfn
+        workflow = _workflow(workflows, "triage", {"ticket": "T"})
+        assert workflows.reenter(workflow) is expected
+        assert sfn.started == ([workflow] if expected else [])
+    workflows.cancel(workflow, by="bob")
+    assert workflows.reenter(workflow) is False  # an ended workflow is not started again
+
+
 def test_a_steps_max_turns_is_on_the_run_it_starts() -> None:
     """A workflow step's `max_turns:` lowers its runs' limit (issue 25); the run keeps it."""
     spec = workflow_spec().model_dump(by_alias=True, exclude_unset=True)
