@@ -174,44 +174,65 @@ def call_problems(expected: ToolCallExpect, call: Call) -> list[tuple[str, str]]
     return found
 
 
+def _wanted(expected: ToolCallExpect) -> dict[str, Any]:
+    """An expected call as the report's diff shows it (matchers as written)."""
+    shown = expected.model_dump(mode="json", exclude_unset=True, exclude_none=True)
+    shown["args"] = {
+        k: m.model_dump(mode="json", exclude_unset=True) for k, m in expected.args.items()
+    }
+    shown["args"] = {
+        k: v.get("equals", v) if list(v) == ["equals"] else v for k, v in shown["args"].items()
+    }
+    return shown
+
+
+def _seen(call: Call) -> dict[str, Any]:
+    return {"tool": call.tool, "agent": call.agent, "args": call.args, "success": call.success}
+
+
+def _call_checks(name: str, want: ToolCallExpect, call: Call) -> list[Check]:
+    """One failed check per unmet part of the call (`…calls[1].args.amount`), else one pass."""
+    problems = call_problems(want, call)
+    if not problems:
+        return [Check(name, True, expected=want.tool, actual=call.tool)]
+    return [Check(f"{name}.{key}", False, why, _wanted(want), _seen(call)) for key, why in problems]
+
+
 def _trajectory(order: str, expected: list[ToolCallExpect], actual: list[Call]) -> list[Check]:
     shown = [f"{c.tool}({json.dumps(c.args, ensure_ascii=False)})" for c in actual]
-    wanted = [e.tool for e in expected]
     base = "expect.tools"
+    checks: list[Check] = []
     if order == "in_order":
-        checks: list[Check] = []
         for index, want in enumerate(expected):
             name = f"{base}.calls[{index}]"
             if index >= len(actual):
-                checks.append(Check(name, False, f"no call #{index + 1}: expected {want.tool}"))
-                continue
-            problems = call_problems(want, actual[index])
-            for key, why in problems:
-                checks.append(Check(f"{name}.{key}", False, why, want.tool, shown[index]))
-            if not problems:
-                checks.append(Check(name, True, expected=want.tool, actual=shown[index]))
+                why = f"no call #{index + 1} (expected {want.tool}); the run made {len(actual)}"
+                checks.append(Check(name, False, why, _wanted(want), shown))
+            else:
+                checks += _call_checks(name, want, actual[index])
         if len(actual) > len(expected):
             extra = ", ".join(shown[len(expected) :])
-            checks.append(Check(f"{base}.calls", False, f"unexpected calls after: {extra}"))
+            why = f"unexpected calls after the expected ones: {extra}"
+            checks.append(Check(f"{base}.calls", False, why, [e.tool for e in expected], shown))
         return checks
-    # any_order / subset: a matching of expected calls to distinct actual calls
+    # any_order / subset: each expected call matched to a distinct actual call
     left = list(range(len(actual)))
-    checks = []
     for index, want in enumerate(expected):
         name = f"{base}.calls[{index}]"
         hit = next((i for i in left if not call_problems(want, actual[i])), None)
-        if hit is None:
-            near = [i for i in left if actual[i].tool == want.tool]
-            why = f"no call of {want.tool} matches"
-            if near:
-                why += ": " + "; ".join(w for _, w in call_problems(want, actual[near[0]]))
-            checks.append(Check(name, False, why, want.tool, shown))
+        if hit is not None:
+            left.remove(hit)
+            checks.append(Check(name, True, expected=want.tool, actual=shown[hit]))
             continue
-        left.remove(hit)
-        checks.append(Check(name, True, expected=want.tool, actual=shown[hit]))
+        near = [i for i in left if actual[i].tool == want.tool]
+        if near:  # the same tool, called otherwise: say which part differs
+            checks += _call_checks(name, want, actual[near[0]])
+        else:
+            why = f"no call of {want.tool} (calls: {', '.join(c.tool for c in actual) or 'none'})"
+            checks.append(Check(name, False, why, _wanted(want), shown))
     if order == "any_order" and left:
         extra = ", ".join(shown[i] for i in left)
-        checks.append(Check(f"{base}.calls", False, f"unexpected calls: {extra}", wanted, shown))
+        checks.append(Check(f"{base}.calls", False, f"unexpected calls: {extra}", None, shown))
     return checks
 
 

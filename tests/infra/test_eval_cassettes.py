@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 import os
 import threading
-from datetime import UTC, datetime
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,7 @@ import pytest
 
 from tests.helpers import run_agentfn
 
-KEY = "sk-eval-test-6f1c2a9b7d3e4f50"
+KEY = "fake-loopback-key-6f1c2a9b7d3e4f50"
 
 
 class FakeOpenAI:
