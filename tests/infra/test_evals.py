@@ -208,4 +208,4 @@ def test_the_demo_ships_an_eval_file_that_passes() -> None:
     result = run_agentfn("eval", cwd=ROOT)
     assert result.returncode == 0, result.stderr + result.stdout
     assert "support.yaml::refund_after_approval" in result.stdout
-    assert "4 passed, 0 failed" in result.stdout
+    assert "5 passed, 0 failed" in result.stdout
