@@ -57,11 +57,23 @@ def bedrock_client(cassette: Cassette, model: str, repetition: int, config: Any)
         response = {
             "status": sent.status_code,
             "headers": headers,
-            "body": _body(payload, headers.get("content-type", "")),
+            "body": _body(payload, str(sent.headers.get("content-type", ""))),
         }
         secrets = [str(v) for k, v in request.headers.items() if k.lower() == "authorization"]
         keep(cassette, into, now, response, secrets)
         return AWSResponse(request.url, sent.status_code, headers, _Raw(payload))
 
     client.meta.events.register_first("before-send.bedrock-runtime", answer)
+    _without_moto(client)
     return client
+
+
+def _without_moto(client: Any) -> None:
+    """botocore asks every `before-send` handler, not only until one answers; offline,
+    moto's (on every client made while it runs) would refuse Converse after the cassette
+    answered. The cassette alone answers this client."""
+    try:
+        from moto.core.models import botocore_stubber
+    except ImportError:  # moto is not installed: nothing else answers
+        return
+    client.meta.events.unregister("before-send", botocore_stubber)

@@ -166,7 +166,7 @@ def request_record(
 ) -> dict[str, Any]:
     """A request as the cassette keeps it: secret headers and query values redacted."""
     kept = {
-        str(k): (REDACTED if str(k).lower() in _SECRET_HEADERS else str(v))
+        str(k): (REDACTED if str(k).lower() in _SECRET_HEADERS else _text(v))
         for k, v in headers.items()
         if str(k).lower() not in _TRANSFER
     }
@@ -180,6 +180,11 @@ def request_record(
         "headers": kept,
         "body": _body(content, content_type or "json"),
     }
+
+
+def _text(value: Any) -> str:
+    """A header value as text (botocore keeps signed ones as bytes)."""
+    return value.decode("latin-1") if isinstance(value, bytes) else str(value)
 
 
 def keep(
@@ -248,11 +253,10 @@ class Replayer(httpx.AsyncBaseTransport):
 
     def match(self, now: dict[str, Any]) -> dict[str, Any]:
         """The recorded response to `now`; CassetteMismatch when none was recorded."""
-        key = (now["method"], now["url"], now["body"])
+        key = _key(now)
         with self.cassette._lock:
             for index, exchange in enumerate(self.mine):
-                was = exchange["request"]
-                if index not in self.used and (was["method"], was["url"], was["body"]) == key:
+                if index not in self.used and _key(exchange["request"]) == key:
                     self.used.add(index)
                     return dict(exchange["response"])
             left = [e for i, e in enumerate(self.mine) if i not in self.used]
@@ -270,15 +274,27 @@ class Replayer(httpx.AsyncBaseTransport):
                 f"cassette mismatch: model {self.model!r} was asked once more than "
                 f"{name} recorded ({len(self.mine)} exchanges); refresh it with --record"
             )
-        was = left[0]["request"]
-        diffs = differences(
-            {"method": was["method"], "url": was["url"], "body": was["body"]},
-            {"method": now["method"], "url": now["url"], "body": now["body"]},
-        )
+        diffs = differences(_shown(left[0]["request"]), _shown(now))
         return (
             f"cassette mismatch: model {self.model!r}'s request differs from the one "
             f"recorded in {name}: " + "; ".join(diffs) + " (refresh it with --record)"
         )
+
+
+def _path(url: str) -> str:
+    """The URL without scheme and host: an endpoint (a region's, a proxy's, a loopback
+    fake's) is where a request went, not what it asked."""
+    parts = urlsplit(url)
+    return parts.path + (f"?{parts.query}" if parts.query else "")
+
+
+def _key(request: dict[str, Any]) -> tuple[str, str, str]:
+    body = json.dumps(request["body"], sort_keys=True)
+    return (request["method"], _path(request["url"]), body)
+
+
+def _shown(request: dict[str, Any]) -> dict[str, Any]:
+    return {"method": request["method"], "path": _path(request["url"]), "body": request["body"]}
 
 
 class ShiftedClock:

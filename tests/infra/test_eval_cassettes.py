@@ -246,3 +246,98 @@ def test_a_repeated_case_replays_each_recorded_repetition_against_its_pass_ratio
     assert strict.returncode == 1, strict.stderr + strict.stdout
     assert "FAIL 2/3 (need 90%)" in strict.stdout
     assert "expect.answer.equals: the answer differs" in strict.stdout
+
+
+class FakeBedrock:
+    """Bedrock's Converse API on 127.0.0.1 (boto3 reaches it through
+    AWS_ENDPOINT_URL_BEDROCK_RUNTIME): answers every question with `answer`."""
+
+    def __init__(self, answer: str):
+        self.paths: list[str] = []
+        self.signed: list[str] = []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers["Content-Length"]))
+                fake.paths.append(self.path)
+                fake.signed.append(self.headers.get("Authorization", ""))
+                payload = json.dumps(
+                    {
+                        "output": {"message": {"role": "assistant", "content": [{"text": answer}]}},
+                        "stopReason": "end_turn",
+                        "usage": {"inputTokens": 12, "outputTokens": 3, "totalTokens": 15},
+                        "metrics": {"latencyMs": 5},
+                    }
+                ).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+
+BEDROCK_SPEC = """\
+version: 1
+defaults: {model: claude}
+models:
+  claude:
+    provider: bedrock
+    model_id: us.anthropic.claude-sonnet-4-20250514-v1:0
+    region: us-east-1
+    retry: {max_attempts: 1}
+agents:
+  oracle:
+    description: Answers yes or no.
+    system_prompt: Answer yes or no.
+"""
+
+
+def test_a_bedrock_case_records_through_boto3_and_replays_offline(tmp_path: Path) -> None:
+    (tmp_path / "agents.yaml").write_text(BEDROCK_SPEC, encoding="utf-8")
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "oracle.yaml").write_text(
+        "version: 1\ncases:\n  - {name: says_yes, agent: oracle, input: Sunny?, "
+        "expect: {answer: {equals: 'yes'}, max_tokens: 15}}\n",
+        encoding="utf-8",
+    )
+    bedrock = FakeBedrock("yes")
+    env = _env(tmp_path, None)
+    aws = {"AWS_ACCESS_KEY_ID": "AKIAFAKEEVALTEST0001", "AWS_SECRET_ACCESS_KEY": "fake-secret"}
+    try:
+        recorded = run_agentfn(
+            "eval",
+            "--record",
+            cwd=tmp_path,
+            env={**env, **aws, "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": bedrock.url},
+        )
+    finally:
+        bedrock.stop()
+    assert recorded.returncode == 0, recorded.stderr + recorded.stdout
+    assert bedrock.paths == ["/model/us.anthropic.claude-sonnet-4-20250514-v1%3A0/converse"]
+    assert bedrock.signed[0].startswith("AWS4-HMAC-SHA256 Credential=AKIAFAKEEVALTEST0001/")
+    cassette = tmp_path / "evals" / "cassettes" / "oracle" / "says_yes.json"
+    exchange = json.loads(cassette.read_text(encoding="utf-8"))["repetitions"][0][0]
+    assert exchange["request"]["headers"]["Authorization"] == "<redacted>"
+    assert exchange["response"]["body"]["json"]["output"]["message"]["content"] == [{"text": "yes"}]
+
+    # Offline: no endpoint, no credentials of the user's; the answer comes from the cassette.
+    replayed = run_agentfn("eval", cwd=tmp_path, env=env)
+    assert replayed.returncode == 0, replayed.stderr + replayed.stdout
+    assert "oracle.yaml::says_yes  PASS" in replayed.stdout
