@@ -37,6 +37,11 @@ agents:
       type: object
       properties: {order_id: {type: string}, status: {type: string}}
       required: [order_id, status]
+  hasty:
+    description: Has one turn only.
+    system_prompt: You look orders up.
+    tools: [lookup_order]
+    max_turns: 1
 """
 
 EVALS = """\
@@ -73,6 +78,10 @@ cases:
         calls: [{tool: lookup_order, args: {order_id: ORD-2002}}]
       answer: {contains: shipped}
       max_tokens: 100
+  - name: hasty_runs_out_of_turns
+    agent: hasty
+    input: Where is ORD-1001?
+    expect: {status: failed, error_code: MAX_TURNS_EXCEEDED, max_turns: 1}
   - name: judged_too_vague
     agent: clerk
     input: Where is ORD-1001?
@@ -118,10 +127,11 @@ def test_failing_cases_exit_1_and_the_table_and_junit_name_exactly_the_failed_as
     assert "expect.answer.contains: 'shipped' not in the answer" in table
     assert "expect.max_tokens: 330 > 100" in table
     assert "expect.judge: grade 0.4 < threshold 0.7" in table
-    assert "1 passed, 2 failed" in table
+    assert "PASS" in rows["orders.yaml::hasty_runs_out_of_turns"]
+    assert "2 passed, 2 failed" in table
 
     suite = ET.parse(junit).getroot().find("testsuite")
-    assert suite is not None and suite.get("tests") == "3" and suite.get("failures") == "2"
+    assert suite is not None and suite.get("tests") == "4" and suite.get("failures") == "2"
     failures = {case.get("name"): case.find("failure") for case in suite.iter("testcase")}
     assert failures["looks_up_the_order"] is None
     wrong = failures["wrong_order_and_words"]
