@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -288,13 +289,25 @@ def _path(url: str) -> str:
     return parts.path + (f"?{parts.query}" if parts.query else "")
 
 
+#: A time of day in an ISO date-time: a replayed run starts on the recorded day (its clock
+#: is shifted, infra.evals.runner), but the seconds a tool like `get_time_date` reports
+#: depend on how fast the run went. Matching compares the date and ignores the time.
+_TIME_OF_DAY = re.compile(r"(\d{4}-\d{2}-\d{2})T\d{2}:\d{2}:\d{2}(?:\.\d+)?")
+
+
+def _untimed(body: Any) -> Any:
+    text = json.dumps(body, sort_keys=True, ensure_ascii=False)
+    return json.loads(_TIME_OF_DAY.sub(r"\1T<time>", text))
+
+
 def _key(request: dict[str, Any]) -> tuple[str, str, str]:
-    body = json.dumps(request["body"], sort_keys=True)
+    body = json.dumps(_untimed(request["body"]), sort_keys=True)
     return (request["method"], _path(request["url"]), body)
 
 
 def _shown(request: dict[str, Any]) -> dict[str, Any]:
-    return {"method": request["method"], "path": _path(request["url"]), "body": request["body"]}
+    path = _path(request["url"])
+    return {"method": request["method"], "path": path, "body": _untimed(request["body"])}
 
 
 class ShiftedClock:

@@ -22,8 +22,8 @@ KEY = "fake-loopback-key-6f1c2a9b7d3e4f50"
 
 
 class FakeOpenAI:
-    """Chat Completions on 127.0.0.1: a tool call first, then an answer naming the order's
-    status once the tool's result is in the conversation; asked for "yes or no", the next
+    """Chat Completions on 127.0.0.1: two tool calls first (the order, the time), then an
+    answer naming the order's status once the tools' results are in the conversation; asked for "yes or no", the next
     of `answers`, in turn (a model that is not always right)."""
 
     def __init__(self, answers: list[str]):
@@ -71,11 +71,17 @@ class FakeOpenAI:
                         "id": "call_eval_1",
                         "type": "function",
                         "function": {"name": "lookup_order", "arguments": '{"order_id":"ORD-7"}'},
-                    }
+                    },
+                    {
+                        "id": "call_eval_2",
+                        "type": "function",
+                        "function": {"name": "get_time_date", "arguments": "{}"},
+                    },
                 ],
             }
         else:
-            status = json.loads(results[-1]["content"])["status"]
+            found = next(m for m in results if m["tool_call_id"] == "call_eval_1")
+            status = json.loads(found["content"])["status"]
             message = {"role": "assistant", "content": f"Order ORD-7 is {status}."}
         return {
             "id": f"chatcmpl-{len(self.requests)}",
@@ -146,7 +152,8 @@ cases:
     input: Where is ORD-7?
     expect:
       status: succeeded
-      tools: {calls: [{tool: lookup_order, args: {order_id: ORD-7}}]}
+      tools:
+        calls: [{tool: lookup_order, args: {order_id: ORD-7}}, {tool: get_time_date}]
       answer: {contains: "in transit"}
   - name: mostly_yes
     agent: oracle
@@ -186,6 +193,7 @@ def test_a_recorded_case_replays_with_the_server_stopped_and_a_changed_prompt_mi
     recorded = run_agentfn("eval", "-k", "status", "--record", cwd=project, env=_env(tmp_path, KEY))
     assert recorded.returncode == 0, recorded.stderr + recorded.stdout
     assert len(fake.requests) == 2 and fake.keys == [f"Bearer {KEY}"] * 2
+    assert [m["role"] for m in fake.requests[1]["messages"]][-2:] == ["tool", "tool"]
     cassette = project / "evals" / "cassettes" / "orders" / "status_from_the_tool.json"
     text = cassette.read_text(encoding="utf-8")
     assert KEY not in text  # the key is redacted, in the header and anywhere else
@@ -200,14 +208,18 @@ def test_a_recorded_case_replays_with_the_server_stopped_and_a_changed_prompt_mi
     assert replayed.returncode == 0, replayed.stderr + replayed.stdout
     assert "orders.yaml::status_from_the_tool  PASS" in replayed.stdout
 
-    # Recorded on another day: the replayed run's clock starts then, so its `Today is …`
-    # renders as recorded.
+    # Recorded on another day: the replayed run's clock starts then, so its prompt's
+    # `Today is …` and get_time_date's date and weekday are the recorded ones.
     document = json.loads(text)
-    today = datetime.fromtimestamp(document["recorded_at"], UTC).strftime("%A, %Y-%m-%d")
+    recorded_at = datetime.fromtimestamp(document["recorded_at"], UTC)
+    then_at = datetime.fromtimestamp(1_790_000_000.0, UTC)
     document["recorded_at"] = 1_790_000_000.0
-    then = datetime.fromtimestamp(1_790_000_000.0, UTC).strftime("%A, %Y-%m-%d")
-    cassette.write_text(json.dumps(document).replace(today, then), encoding="utf-8")
-    assert then in cassette.read_text(encoding="utf-8") and then != today
+    moved = json.dumps(document)
+    for fmt in ("%Y-%m-%d", "%A"):
+        moved = moved.replace(recorded_at.strftime(fmt), then_at.strftime(fmt))
+    cassette.write_text(moved, encoding="utf-8")
+    assert then_at.strftime("%Y-%m-%d") in moved and recorded_at.date() != then_at.date()
+    assert '\\"date\\": \\"' + then_at.strftime("%Y-%m-%d") in moved  # get_time_date's
     earlier = run_agentfn("eval", "-k", "status", cwd=project, env=_env(tmp_path, None))
     assert earlier.returncode == 0, earlier.stderr + earlier.stdout
 
