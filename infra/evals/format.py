@@ -8,11 +8,19 @@ stays small, and their cassettes (recorded model traffic) live beside them.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from runtime.spec.models import ModelConfig
 from runtime.spec.types import Name
@@ -57,9 +65,14 @@ class Match(_Strict):
                 f"{', '.join(given) or 'none'} (to compare an object, write {{equals: …}} "
                 "or {subset: …})"
             )
-        if self.regex is not None:
-            _compiles(self.regex)
         return self
+
+    @field_validator("regex")
+    @classmethod
+    def _regex(cls, value: str | None) -> str | None:
+        if value is not None:
+            _compiles(value)
+        return value
 
     @property
     def kind(self) -> str:
@@ -101,28 +114,30 @@ class AnswerExpect(_Strict):
     matches: str | None = None
     equals: Any = None
 
-    @model_validator(mode="after")
-    def _regex(self) -> AnswerExpect:
-        if self.matches is not None:
-            _compiles(self.matches)
-        return self
+    @field_validator("matches")
+    @classmethod
+    def _regex(cls, value: str | None) -> str | None:
+        if value is not None:
+            _compiles(value)
+        return value
 
 
 class ResultExpect(_Strict):
     json_schema: dict[str, Any] | None = Field(None, alias="schema")
     subset: Any = None
 
-    @model_validator(mode="after")
-    def _schema(self) -> ResultExpect:
-        if self.json_schema is not None:
+    @field_validator("json_schema")
+    @classmethod
+    def _schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None:
             from jsonschema import Draft202012Validator
             from jsonschema.exceptions import SchemaError
 
             try:
-                Draft202012Validator.check_schema(self.json_schema)
+                Draft202012Validator.check_schema(value)
             except SchemaError as exc:
                 raise ValueError(f"not a valid JSON Schema: {exc.message}") from None
-        return self
+        return value
 
 
 class JudgeExpect(_Strict):
@@ -190,7 +205,7 @@ class Case(_Strict):
 class EvalFile(_Strict):
     version: Literal[1] = 1
     spec: str | None = Field(None, description="The spec, relative to this file.")
-    models: dict[Name, Annotated[ModelConfig, Field()]] = Field(
+    models: dict[Name, ModelConfig] = Field(
         default_factory=dict, description="Models only the judges use (not deployed)."
     )
     judge: Name | None = Field(None, description="The judge model of cases that name none.")
@@ -256,6 +271,8 @@ def load_eval_file(path: Path, spec_override: Path | None = None) -> LoadedEvals
     except ValidationError as exc:
         for error in exc.errors():
             loc = tuple(e for e in error["loc"] if not _is_union_noise(e))
+            if error["type"] == "union_tag_invalid":  # at the tag's own value
+                loc = (*loc, str((error.get("ctx") or {}).get("discriminator", "")).strip("'"))
             message, at_key = _message(error)
             _, at = source.locate(loc, key=at_key)
             loaded.problems.append(EvalProblem(file, at.line, at.column, format_path(loc), message))
@@ -285,6 +302,13 @@ def _message(error: Any) -> tuple[str, bool]:
         return f"missing required key {error['loc'][-1]!r}", True
     if kind == "string_pattern_mismatch":
         return f"{given!r} is not a name (letters, digits, '_' or '-', a letter first)", False
+    if kind == "union_tag_invalid":
+        from infra.issues import did_you_mean
+
+        expected = re.findall(r"'([^']*)'", str(ctx.get("expected_tags", "")))
+        tag, key = ctx.get("tag"), str(ctx.get("discriminator", "")).strip("'")
+        hint = did_you_mean(tag, expected)
+        return f"unknown {key} {tag!r}{hint} (one of: {', '.join(expected)})", False
     message = re.sub(r"^(Value error|Assertion failed), ", "", error["msg"])
     if kind == "literal_error":
         message = f"expected {ctx.get('expected')}; got {given!r}"
@@ -292,11 +316,26 @@ def _message(error: Any) -> tuple[str, bool]:
 
 
 def _dedupe(problems: list[EvalProblem]) -> list[EvalProblem]:
-    """A union's branches each report at the same place; one line per place and message."""
+    """A union's branches each report at the same place: "input should be a valid string"
+    and "… a valid list" become one line, "input should be a valid string or list"."""
     seen: dict[tuple[int, int, str], EvalProblem] = {}
+    kinds: dict[tuple[int, int, str], list[str]] = {}
+    prefix = "input should be a valid "
     for problem in problems:
-        seen.setdefault((problem.line, problem.column, problem.message), problem)
-    return sorted(seen.values(), key=lambda p: (p.line, p.column))
+        place = (problem.line, problem.column, problem.path)
+        if problem.message.startswith(prefix) and place in kinds:
+            kinds[place].append(problem.message.removeprefix(prefix))
+            continue
+        if problem.message.startswith(prefix):
+            kinds[place] = [problem.message.removeprefix(prefix)]
+        seen.setdefault((*place[:2], problem.message), problem)
+    merged = []
+    for problem in seen.values():
+        place = (problem.line, problem.column, problem.path)
+        if problem.message.startswith(prefix) and len(kinds.get(place, [])) > 1:
+            problem = replace(problem, message=prefix + " or ".join(kinds[place]))
+        merged.append(problem)
+    return sorted(merged, key=lambda p: (p.line, p.column))
 
 
 def reference_problems(loaded: LoadedEvals, spec: Any) -> list[EvalProblem]:

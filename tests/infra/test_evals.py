@@ -199,7 +199,7 @@ def test_mistakes_in_an_eval_file_are_located_at_file_line_column(tmp_path: Path
     assert "evals/orders.yaml:9:55: cases[0].expect.tools.calls[0].args.order_id: " in errors
     assert "exactly one of equals, contains, regex, subset; got 'like'" in errors
     assert errors.count("args.order_id") == 1  # one problem, one line
-    assert "evals/orders.yaml:13:22: cases[1].expect.answer: " in errors
+    assert "evals/orders.yaml:13:32: cases[1].expect.answer.matches: " in errors
     assert "invalid regular expression '(unclosed'" in errors
 
 
