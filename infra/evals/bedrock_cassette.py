@@ -38,7 +38,7 @@ def bedrock_client(cassette: Cassette, model: str, repetition: int, config: Any)
         recorded = (
             cassette.repetitions[repetition % len(cassette.repetitions)] if cassette.exists else []
         )
-        replayer = Replayer(cassette, model, recorded)
+        replayer = Replayer(cassette, model, recorded, repetition)
 
     def answer(request: Any, **_: Any) -> Any:
         body = request.body or b""

@@ -118,7 +118,7 @@ class Cassette:
     recording: bool
     recorded_at: float = field(default_factory=time.time)
     repetitions: list[list[dict[str, Any]]] = field(default_factory=list)
-    mismatches: list[str] = field(default_factory=list)
+    mismatches: dict[int, list[str]] = field(default_factory=dict)  # by repetition
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
@@ -151,14 +151,14 @@ class Cassette:
                     self.repetitions.append([])
             return _Recorder(self, model, self.repetitions[repetition])
         recorded = self.repetitions[repetition % len(self.repetitions)] if self.exists else []
-        return Replayer(self, model, recorded)
+        return Replayer(self, model, recorded, repetition)
 
     def client(self, model: str, repetition: int) -> httpx.AsyncClient:
         return httpx.AsyncClient(transport=self.transport(model, repetition), timeout=600)
 
-    def mismatch(self, message: str) -> CassetteMismatch:
+    def mismatch(self, message: str, repetition: int) -> CassetteMismatch:
         with self._lock:
-            self.mismatches.append(message)
+            self.mismatches.setdefault(repetition, []).append(message)
         return CassetteMismatch(message, provider="cassette")
 
 
@@ -239,8 +239,10 @@ class _Recorder(httpx.AsyncBaseTransport):
 class Replayer(httpx.AsyncBaseTransport):
     """Answers from the cassette; never opens a connection."""
 
-    def __init__(self, cassette: Cassette, model: str, recorded: list[dict[str, Any]]):
-        self.cassette, self.model = cassette, model
+    def __init__(
+        self, cassette: Cassette, model: str, recorded: list[dict[str, Any]], repetition: int
+    ):
+        self.cassette, self.model, self.repetition = cassette, model, repetition
         self.mine = [e for e in recorded if e["request"]["model"] == model]
         self.used: set[int] = set()
 
@@ -261,14 +263,19 @@ class Replayer(httpx.AsyncBaseTransport):
                     self.used.add(index)
                     return dict(exchange["response"])
             left = [e for i, e in enumerate(self.mine) if i not in self.used]
-        raise self.cassette.mismatch(self._explain(now, left))
+        raise self.cassette.mismatch(self._explain(now, left), self.repetition)
 
     def _explain(self, now: dict[str, Any], left: list[dict[str, Any]]) -> str:
         name = self.cassette.path.name
+        if not self.cassette.exists:
+            return (
+                f"no cassette {self.cassette.path}: a real model ({self.model!r}) answers this "
+                "case; record it with agentfn eval --record"
+            )
         if not self.mine:
             return (
                 f"cassette mismatch: {name} holds no exchange of model {self.model!r}; "
-                "record it: agentfn eval --record"
+                "refresh it with --record"
             )
         if not left:
             return (

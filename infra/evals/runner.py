@@ -175,8 +175,8 @@ def _attempt(
 
         check, judged = judge(case, outcome, models, loaded.evals.judge if loaded.evals else None)
         checks.append(check)
-    if cassette is not None and cassette.mismatches:
-        first = cassette.mismatches[0]
+    if cassette is not None and cassette.mismatches.get(repetition):
+        first = cassette.mismatches[repetition][0]
         checks.insert(0, Check("cassette", False, first))
     return Attempt(checks, outcome, time.monotonic() - started, judged)
 

@@ -190,6 +190,14 @@ def test_a_recorded_case_replays_with_the_server_stopped_and_a_changed_prompt_mi
     tmp_path: Path, fake: FakeOpenAI
 ) -> None:
     project = _project(tmp_path, fake.url)
+    # Without --record a real model is never called, even with its server up and its key set.
+    unrecorded = run_agentfn("eval", "-k", "status", cwd=project, env=_env(tmp_path, KEY))
+    assert unrecorded.returncode == 1, unrecorded.stderr + unrecorded.stdout
+    assert "cassette: no cassette evals/cassettes/orders/status_from_the_tool.json" in (
+        unrecorded.stdout
+    )
+    assert fake.requests == []
+
     recorded = run_agentfn("eval", "-k", "status", "--record", cwd=project, env=_env(tmp_path, KEY))
     assert recorded.returncode == 0, recorded.stderr + recorded.stdout
     assert len(fake.requests) == 2 and fake.keys == [f"Bearer {KEY}"] * 2
