@@ -37,6 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--junit", metavar="FILE", help="write JUnit XML (for CI)")
     parser.add_argument("--report", metavar="FILE", help="write a report (.md, or .html)")
+    parser.add_argument(
+        "--env", metavar="NAME", help="apply environments.NAME of the spec (default: $AGENTFN_ENV)"
+    )
     parser.set_defaults(func=eval_command)
 
 
@@ -52,6 +55,7 @@ def _files(given: list[str]) -> list[Path]:
 
 
 def eval_command(args: argparse.Namespace) -> int:
+    from infra.environments import selected as environment
     from infra.evals.format import load_eval_file, reference_problems
     from infra.validate import validate_file
 
@@ -66,7 +70,7 @@ def eval_command(args: argparse.Namespace) -> int:
     for item in loaded:
         if item.evals is None or item.spec_path in specs:
             continue
-        result = validate_file(item.spec_path)
+        result = validate_file(item.spec_path, environment(args.env))
         if not result.ok:
             problems += [str(issue) for issue in result.issues]
         specs[item.spec_path] = result.spec
