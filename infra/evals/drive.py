@@ -1,6 +1,6 @@
 """Drive one case's runs to their end, answering people's questions from the case.
 
-An agent case is `agentfn run`'s loop (infra.run_cli.follow) without a terminal: the
+An agent case is `agentfn run`'s loop (infra.cli.run_cli.follow) without a terminal: the
 engine advances the run; a run (or an asked agent's run) that waits for approval gets the
 case's next matching `approvals` entry, one waiting for an answer its next `replies`
 entry. When none is left the run stays waiting, which is then its status. A workflow
@@ -40,8 +40,6 @@ class Answers:
 
 def _answer(decide: Any, reply: Any, waiting: Any, answers: Answers) -> bool:
     """Answer what `waiting` waits for; False when the case has no answer for it."""
-    from infra.run_approvals import undecided
-
     if waiting.status == "awaiting_input" and waiting.clarification is not None:
         text = answers.reply()
         if text is None:
@@ -49,7 +47,7 @@ def _answer(decide: Any, reply: Any, waiting: Any, answers: Answers) -> bool:
         reply(waiting.run_id, text)
         return True
     decided = False
-    for pending in undecided(waiting):
+    for pending in [p for p in waiting.pending_approval if p.tool_call_id not in waiting.decisions]:
         approval = answers.approval_for(pending.tool_name)
         if approval is None:
             continue
@@ -97,7 +95,7 @@ def drive_agent(
 def drive_workflow(
     spec: AgentfnSpec, case: Case, clients: Any, models: Any, collector: Collector, clock: Any
 ) -> Outcome:
-    from infra.embedded_stack import EmbeddedStack
+    from infra.local.embedded_stack import EmbeddedStack
     from runtime.workflows.service import WorkflowService
 
     options: dict[str, Any] = {"models": models, "listener": collector}

@@ -247,8 +247,8 @@ def default_spec(eval_path: Path) -> Path:
 
 def load_eval_file(path: Path, spec_override: Path | None = None) -> LoadedEvals:
     """Parse and validate one eval file; every problem located at file:line:column."""
-    from infra.issues import format_path
-    from infra.yamlsrc import YamlLoadError, read_yaml_file
+    from infra.checks.issues import format_path
+    from infra.checks.yamlsrc import YamlLoadError, read_yaml_file
 
     file = str(path)
     loaded = LoadedEvals(path, spec_override or default_spec(path), None)
@@ -303,7 +303,7 @@ def _message(error: Any) -> tuple[str, bool]:
     if kind == "string_pattern_mismatch":
         return f"{given!r} is not a name (letters, digits, '_' or '-', a letter first)", False
     if kind == "union_tag_invalid":
-        from infra.issues import did_you_mean
+        from infra.checks.issues import did_you_mean
 
         expected = re.findall(r"'([^']*)'", str(ctx.get("expected_tags", "")))
         tag, key = ctx.get("tag"), str(ctx.get("discriminator", "")).strip("'")
@@ -341,7 +341,7 @@ def _dedupe(problems: list[EvalProblem]) -> list[EvalProblem]:
 def reference_problems(loaded: LoadedEvals, spec: Any) -> list[EvalProblem]:
     """What names the spec must know: each case's agent or workflow, the agents a handoff
     names, each judge's model (the spec's or the eval file's own `models`)."""
-    from infra.issues import did_you_mean, format_path
+    from infra.checks.issues import did_you_mean, format_path
 
     evals = loaded.evals
     assert evals is not None

@@ -2,7 +2,7 @@
 
 Each (case, repetition) is one job with its own Engine, session and cassette slice, so
 agent cases run in parallel threads over one embedded AWS (moto's calls are serialized by
-infra.local.Serialized). Workflow cases run one at a time: their state machines register
+infra.local.aws.Serialized). Workflow cases run one at a time: their state machines register
 the stack's functions process-wide. A run that waits for a person is answered from the
 case's `approvals` and `replies`, in order; when they run out, the run stays waiting and
 the assertions see that status.
