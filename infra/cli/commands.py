@@ -325,6 +325,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-f", "--file", default=DEFAULT_SPEC)
     p.set_defaults(func=cmd_local)
 
+    from infra.cli.eval_command import add_arguments as add_eval_arguments
+
+    add_eval_arguments(sub.add_parser("eval", help="run the eval cases in evals/*.yaml"))
     # -- agentfn dev and the HTTP API commands (infra/local/dev_server.py, infra/cli/api_client.py)
     from infra.cli.api_client import add_parsers as add_api_parsers
     from infra.local.dev_server import add_arguments as add_dev_arguments

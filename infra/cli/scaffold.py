@@ -2,7 +2,8 @@
 
 What it writes is the smallest project that shows every moving part and runs offline at
 once: a spec with one agent on a `scripted` model that calls one Python tool, the tools
-package holding that tool, a pytest test that runs the agent the way `agentfn run` does, the
+package holding that tool, a pytest test that runs the agent the way `agentfn run` does, an
+eval file (`agentfn eval`) pinning down its tool call and answer, the
 JSON Schema the spec points editors at, a `.gitignore` for local state and build output, and
 a README with the next commands. It never overwrites a file: an existing one is reported
 and the command exits 1 having written nothing.
@@ -125,6 +126,7 @@ Agents compiled by [agentfn](https://pypi.org/project/agentfn/) into AWS Lambda 
 agentfn validate                      # check agents.yaml (file:line for every problem)
 agentfn run {agent} "How many words?"  # run it offline, on the embedded AWS
 python -m pytest                      # the project's tests
+agentfn eval                          # the eval cases in evals/ (a table; exit 1 on a failure)
 agentfn dev                           # the HTTP API and a console on http://127.0.0.1:8321
 agentfn build                         # template.yaml for `sam build && sam deploy --guided`
 ```
@@ -133,6 +135,24 @@ agentfn build                         # template.yaml for `sam build && sam depl
 - `tools/`: the Python tools the spec names (`handler: tools.text:word_count`); a
   `tools/requirements.txt` lists what they import beyond the standard library.
 - `tests/`: runs the agent offline with its `scripted` model.
+- `evals/`: eval cases (`agentfn eval`): the tools the agent calls, its answer, a judge.
+"""
+
+EVALS = """\
+# `agentfn eval`: what {agent} must keep doing when its prompt, tools or model change.
+# README of agentfn, "Testing your agents"; a real model's cases replay a cassette
+# that `agentfn eval --record` writes beside this file.
+version: 1
+cases:
+  - name: counts_words_with_its_tool
+    agent: {agent}
+    input: How many words?
+    expect:
+      status: succeeded
+      max_turns: 2
+      tools:
+        calls: [{{tool: word_count, args: {{text: {{contains: hello}}}}}}]
+      answer: {{contains: "3 words"}}
 """
 
 AGENT = "assistant"
@@ -151,6 +171,7 @@ def files(project: str) -> dict[str, str]:
         "tools/requirements.txt": "# third-party packages your tools import, one per line\n",
         "tests/__init__.py": "",
         "tests/test_agent.py": TEST.format(agent=agent),
+        "evals/assistant.yaml": EVALS.format(agent=agent),
         ".gitignore": GITIGNORE,
         "README.md": README.format(project=project, agent=agent),
     }

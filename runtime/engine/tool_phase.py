@@ -281,6 +281,7 @@ class ToolPhase(Compaction, HookPhase, Traced):
             blobs=self.store.blobs,
             session_outputs=lambda: self._session_outputs(run),
             team=self._team_view(run),
+            now=self.clock.now,
         )
         result = await execute(
             tools,

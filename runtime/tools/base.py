@@ -56,6 +56,9 @@ class ToolContext:
     blobs: Any = None  # runtime.store.base.BlobStore
     session_outputs: Callable[[], list[Any]] | None = None  # cached ToolResultMessages
     team: Any = None  # runtime.tools.team.TeamView, for the team tools
+    #: The engine's clock: what `get_time_date` reads, so a replayed eval (whose clock
+    #: starts when its cassette was recorded) is told the recorded day.
+    now: Callable[[], float] | None = None
 
     @property
     def idempotency_key(self) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
@@ -47,7 +48,7 @@ async def _time_date(arguments: dict[str, Any], ctx: ToolContext) -> Any:
         zone = ZoneInfo(zone_name)
     except Exception as exc:  # ZoneInfoNotFoundError, ValueError
         raise ToolError(f"unknown time zone {zone_name!r}") from exc
-    now = datetime.now(UTC).astimezone(zone)
+    now = datetime.fromtimestamp(ctx.now() if ctx.now else time.time(), UTC).astimezone(zone)
     return {
         "datetime": now.isoformat(timespec="seconds"),
         "date": now.date().isoformat(),

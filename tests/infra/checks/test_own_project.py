@@ -28,6 +28,7 @@ def test_init_scaffolds_a_project_that_validates_runs_and_tests_offline(tmp_path
     expected = {
         "agents.yaml", "agents.schema.json", ".gitignore", "README.md", "tools/__init__.py",
         "tools/text.py", "tools/requirements.txt", "tests/__init__.py", "tests/test_agent.py",
+        "evals/assistant.yaml",
     }  # fmt: skip
     written = {p.relative_to(project).as_posix() for p in project.rglob("*") if p.is_file()}
     assert written == expected
@@ -43,6 +44,9 @@ def test_init_scaffolds_a_project_that_validates_runs_and_tests_offline(tmp_path
     result = json.loads(done.stdout)
     assert result["status"] == "succeeded"
     assert result["tool_calls"][0]["output"] == {"words": 3}
+    evaluated = run_agentfn("eval", cwd=project)
+    assert evaluated.returncode == 0, evaluated.stderr + evaluated.stdout
+    assert "assistant.yaml::counts_words_with_its_tool  PASS" in evaluated.stdout
     # The scaffold's own test passes (pytest in the project, as its README says).
     tests = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"],
