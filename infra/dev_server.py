@@ -65,6 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"answer requests whose Host is NAME too, besides loopback names and addresses "
         f"(a container's name; repeatable; also {ALLOW_HOSTS_ENV}=NAME,NAME)",
     )
+    parser.add_argument("--no-schedules", action="store_true", help="fire no schedule triggers")
 
 
 # ---- the API Gateway side ------------------------------------------------------------------
@@ -297,6 +298,7 @@ def template_for(spec: Any, spec_path: Path) -> Path | None:
 
 def dev_command(args: argparse.Namespace) -> int:
     import handlers.api
+    from infra.dev_triggers import HookBridge  # POST /hooks/…: the trigger function
     from infra.environments import selected
     from infra.validate import validate_file
 
@@ -314,7 +316,7 @@ def dev_command(args: argparse.Namespace) -> int:
     try:
         aws = MotoServer(args.aws_port, allowed=allowed)
         where = f"{HOST}:{args.port} (--port)"
-        bridge = ApiBridge(handlers.api.container)
+        bridge = HookBridge(handlers.api.container)
         api = make_http_server(bridge, args.port, hub=LiveHub(), allowed=allowed)
     except OSError as exc:
         if aws is not None:
@@ -325,7 +327,7 @@ def dev_command(args: argparse.Namespace) -> int:
     previous = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         reload = None if args.no_reload else selected(getattr(args, "env", None)) or ""
-        serve(result.spec, spec_path, aws, api, stop, reload=reload)
+        serve(result.spec, spec_path, aws, api, stop, reload, schedules=not args.no_schedules)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -339,12 +341,14 @@ def serve(
     api: ThreadingHTTPServer,
     stop: threading.Event,
     reload: str | None = None,
+    schedules: bool = True,
 ) -> None:
     """Start the AWS side and the stack, answer requests until `stop` is set, shut down.
     `reload`: the environment to reload the spec with on edits ("" for none); None: never."""
     import boto3
 
     from infra.dev_banner import banner
+    from infra.dev_triggers import start as start_triggers
     from infra.embedded_stack import EmbeddedStack
     from infra.local import LOCAL_BUCKET, LOCAL_REGION, LOCAL_TABLE, AwsClients, create_resources
     from infra.local_lambda import dispatching
@@ -374,6 +378,7 @@ def serve(
             template = template_for(spec, spec_path)
             stack = EmbeddedStack(spec, clients, template_path=template, engine_options=watch)
             stack.serve_api()
+            start_triggers(stack, stop, schedules=schedules)  # schedules, queues, webhooks
             if reload is not None:
                 from infra.dev_reload import start_reloading
 

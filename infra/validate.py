@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from infra import environments
+from infra.checks.trigger_checks import check_triggers
 from infra.database_checks import check_databases
 from infra.hook_checks import check_hooks
 from infra.issues import SpecIssue, did_you_mean, format_path
@@ -148,7 +149,7 @@ def _check(
     checks = [*check_references(data, project_dir), *check_hooks(data, project_dir)]
     checks += check_prompts_and_llm_steps(data, project_dir)
     checks += check_databases(data, project_dir) + check_knowledge(data, project_dir)
-    for problem in [*checks, *check_workflows(data)]:
+    for problem in [*checks, *check_workflows(data), *check_triggers(data)]:
         where, position = source.locate(problem.path, key=problem.at_key)
         if where in reported and where == problem.path:
             continue  # already explained by the structural pass
