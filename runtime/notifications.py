@@ -24,7 +24,17 @@ class Notifications:
 
         def wake_parent(self, child: RunHead) -> None: ...
         def send_token(self, token: str, run_id: str | None) -> bool: ...
-        def _summary(self, head: RunHead) -> dict[str, Any]: ...
+
+    def _summary(self, head: RunHead) -> dict[str, Any]:
+        summary: dict[str, Any] = {
+            "run_id": head.run_id,
+            "agent": head.agent,
+            "session_id": head.session_id,
+            "status": head.status,
+        }
+        if head.trigger is not None:
+            summary["trigger"] = dict(head.trigger)
+        return summary
 
     def notify(self, head: RunHead) -> None:
         """EventBridge: approval requested and run finished, so approvers can be notified; a

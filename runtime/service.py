@@ -145,6 +145,7 @@ class RunService(Executions, TeamOrchestration, Notifications):
         return 202, self._summary(head)
 
     def _existing(self, run_id: str) -> tuple[int, dict[str, Any]] | None:
+        """A redelivered event's run (its execution started again, by name: at most once)."""
         try:
             head = self.engine.store.load_head(run_id)
         except RunNotFound:
@@ -392,14 +393,3 @@ class RunService(Executions, TeamOrchestration, Notifications):
             "loops": loops,
             "continue": loops >= MAX_LOOPS,
         }
-
-    def _summary(self, head: RunHead) -> dict[str, Any]:
-        summary: dict[str, Any] = {
-            "run_id": head.run_id,
-            "agent": head.agent,
-            "session_id": head.session_id,
-            "status": head.status,
-        }
-        if head.trigger is not None:
-            summary["trigger"] = dict(head.trigger)
-        return summary

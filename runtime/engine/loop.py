@@ -31,13 +31,7 @@ from runtime.engine.prompt import FINAL_TURN_NOTE
 from runtime.engine.result import build_result
 from runtime.engine.state import answer_text, doom_loop, own_call_ids, pending_calls
 from runtime.engine.team import MovedOn
-from runtime.errors import (
-    MaxTurnsExceeded,
-    OutputInvalid,
-    RunError,
-    SpecChanged,
-    StateConflict,
-)
+from runtime.errors import MaxTurnsExceeded, OutputInvalid, RunError, SpecChanged, StateConflict
 from runtime.events import EventListener, EventType, preview
 from runtime.messages import AssistantMessage, Message, SummaryMessage, Usage, UserMessage
 from runtime.models.base import Model, ModelRequest, ToolSpec
@@ -104,10 +98,8 @@ class Engine(Interventions):
         run_id: str | None = None,
         trigger: dict[str, str] | None = None,
     ) -> RunHead:
-        """A new run; `step_of` (runtime.workflows.service.StepLink) makes it a workflow's
-        step run, with the id the workflow chose and the token that waits for its end.
-        `max_turns`, `answer_pending`: Interventions.answered_instead. `run_id`, `trigger`:
-        a triggered run's id (derived from its event) and its `{name, kind, event_id}`."""
+        """A new run; `step_of` (workflows.service.StepLink): a workflow's step run (its id, its
+        end's token); `run_id`, `trigger`: a triggered run's (runtime.triggers)."""
         now = self.clock.now()
         config = self.spec.agents[agent]
         answered = self.answered_instead(
@@ -150,8 +142,7 @@ class Engine(Interventions):
         }
         if head.chain:
             data["active_agent"] = head.active_agent
-        if trigger is not None:
-            data["trigger"] = trigger
+        data.update({"trigger": trigger} if trigger else {})
         return self._commit(head, [UserMessage(content=text)], [("run_started", data)], create=True)
 
     async def run(self, agent: str, text: str, session_id: str | None = None) -> RunHead:
