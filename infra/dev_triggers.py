@@ -205,6 +205,8 @@ def start(stack: Any, stop: threading.Event, *, schedules: bool = True) -> None:
     if not sam_triggers.owners(stack.spec):
         return
     queues = connect(stack)
+    for url, (owner, name) in queues.items():
+        print(f"trigger {owner}/{name} reads {url}", file=sys.stderr, flush=True)
     batch = {url: _batch_size(stack.spec, *target) for url, target in queues.items()}
     poller = QueuePoller(stack.clients.make("sqs"), queues, batch)
     scheduler = Scheduler(stack.spec) if schedules else None

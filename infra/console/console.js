@@ -277,7 +277,7 @@ async function loadRuns() {
   const { runs } = await api("GET", "/runs?limit=30");
   $("runs").replaceChildren(...runs.map(runItem));
   const waiting = await api("GET", "/runs?limit=200&waiting=triggered");
-  $("waiting").replaceChildren(...waiting.runs.map(runItem));
+  $("triggered-waiting").replaceChildren(...waiting.runs.map(runItem));
 }
 
 $("start").addEventListener("submit", (submit) => {

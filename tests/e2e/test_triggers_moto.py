@@ -190,3 +190,16 @@ def test_a_scheduled_workflow_run_records_its_trigger_and_starts_once(
     assert view["status"] == "succeeded"
     assert view["input"] == {"topic": "the hour before 2026-11-26T10:00:00Z"}
     assert view["trigger"] == {"name": "hourly", "kind": "schedule", "event_id": payload["time"]}
+
+
+def test_editing_a_trigger_does_not_fail_the_runs_in_flight() -> None:
+    from runtime.engine.compat import agent_hash
+
+    support = SPEC.agents["support"]
+    edited = SPEC.model_copy(
+        update={"agents": {**SPEC.agents, "support": support.model_copy(update={"triggers": []})}}
+    )
+    assert agent_hash(edited, "support") == agent_hash(SPEC, "support")
+    other = support.model_copy(update={"description": "changed"})
+    changed = SPEC.model_copy(update={"agents": {**SPEC.agents, "support": other}})
+    assert agent_hash(changed, "support") != agent_hash(SPEC, "support")  # the check is real
