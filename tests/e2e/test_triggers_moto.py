@@ -203,3 +203,21 @@ def test_editing_a_trigger_does_not_fail_the_runs_in_flight() -> None:
     other = support.model_copy(update={"description": "changed"})
     changed = SPEC.model_copy(update={"agents": {**SPEC.agents, "support": other}})
     assert agent_hash(changed, "support") != agent_hash(SPEC, "support")  # the check is real
+
+
+def test_the_dev_scheduler_fires_each_due_time_once(
+    stack: tuple[EmbeddedStack, dict[str, tuple[str, str]]],
+) -> None:
+    built, _ = stack
+    now = [1_800_000_000.0]  # 2027-01-15T08:00:00Z, a Friday
+    scheduler = dev_triggers.Scheduler(built.spec, clock=lambda: now[0])
+    # nightly: 07:00 Paris = 06:00 UTC tomorrow; hourly (a rate): an hour from now
+    assert scheduler.due[("support", "nightly")] == 1_800_000_000.0 + 22 * 3600
+    assert scheduler.due[("digest", "hourly")] == 1_800_000_000.0 + 3600
+    assert scheduler.tick() == []  # nothing is due yet
+    now[0] += 3600
+    first = scheduler.tick()
+    assert len(first) == 1  # the hourly workflow run
+    now[0] += 1
+    assert scheduler.tick() == []  # the same due time never fires twice
+    assert scheduler.due[("digest", "hourly")] == 1_800_000_000.0 + 7200
