@@ -7,6 +7,7 @@ trigger's own fields: one source, AWS schedule syntax, time zone).
   `{key}` for an S3 upload, `{detail.order_id}` for an event, `{time}` for a schedule;
 - an agent's input is text; a workflow's is text, or a mapping of templates when its
   input_schema is an object (each required property given);
+- a queue given by `arn` is read by one trigger only;
 - an agent and a workflow of the same name cannot both have triggers (their webhook routes,
   `/hooks/{name}/{trigger}`, would be the same).
 
@@ -53,6 +54,30 @@ def check_triggers(data: Any) -> list[RefProblem]:
                     )
                 )
             problems += _check_list(triggers, base, section, owner)
+    return problems + _shared_queues(agents, workflows)
+
+
+def _shared_queues(agents: dict[str, Any], workflows: dict[str, Any]) -> list[RefProblem]:
+    """One queue, one trigger: SQS hands each message to one reader, so a second trigger on
+    the same queue would see only some of its messages."""
+    seen: dict[str, str] = {}
+    problems = []
+    for section, owners in (("agents", agents), ("workflows", workflows)):
+        for name, raw in owners.items():
+            for i, trigger in enumerate(_list(mapping(raw).get("triggers"))):
+                queue_arn = mapping(mapping(trigger).get("queue")).get("arn")
+                if not isinstance(queue_arn, str):
+                    continue
+                where = f"{name}/{mapping(trigger).get('name')}"
+                if queue_arn in seen:
+                    message = (
+                        f"trigger {seen[queue_arn]} reads this queue already; one queue, "
+                        "one trigger"
+                    )
+                    problems.append(
+                        RefProblem((section, name, "triggers", i, "queue", "arn"), message)
+                    )
+                seen.setdefault(queue_arn, where)
     return problems
 
 

@@ -33,7 +33,7 @@ from infra.naming import (
 )
 from infra.sam.api import API
 from infra.sam.data import BUCKET, TABLE
-from infra.sam.grants import allow, leading_keys
+from infra.sam.grants import THIS_STACKS_STATE_MACHINES, allow, leading_keys
 from infra.sam.intrinsics import arn, get_arn, ref, sub
 from runtime.naming import agent_tag
 from runtime.spec import AgentfnSpec
@@ -46,6 +46,15 @@ TRIGGER_FUNCTION = "TriggerFunction"
 WEBHOOK_PATH = "/hooks/{agent}/{trigger}"
 DLQ_RETENTION_SECONDS = 14 * 86400  # SQS's longest: time to look at what was parked
 QUEUE_RETENTION_SECONDS = 4 * 86400  # SQS's default, stated
+#: Characters the role's per-agent grants may take (IAM allows 10,240 for all inline policies,
+#: measured with the longest partition, region and account: tests/infra/test_template_triggers).
+SCOPED_BUDGET = 8000
+
+
+def _scoped_size(names: list[str]) -> int:
+    """About what naming these agents/workflows one by one costs the policy (a run key, a
+    session key, a state machine ARN, two object prefixes each)."""
+    return sum(560 + 2 * len(name) for name in names)
 
 
 def owners(spec: AgentfnSpec) -> list[tuple[str, str, list[TriggerConfig]]]:
@@ -89,15 +98,25 @@ def trigger_function(spec: AgentfnSpec) -> dict[str, Any]:
 
 
 def trigger_statements(spec: AgentfnSpec) -> list[dict[str, Any]]:
-    """What starting the triggered runs needs, and nothing of any other agent's."""
+    """What starting the triggered runs needs, and nothing of any other agent's. When naming
+    them one by one would outgrow SCOPED_BUDGET (about a dozen agents), the grants name this
+    stack's runs by their fixed-size patterns instead (as the API's do), so the role's
+    inline policy stays under IAM's 10,240 characters whatever the number of triggers."""
     declared = owners(spec)
     agents = [name for kind, name, _ in declared if kind == "agent"]
     workflows = [name for kind, name, _ in declared if kind == "workflow"]
-    tags = [agent_tag(a) for a in agents]
-    keys = [f"RUN#{t}*" for t in tags] + [f"SES#{a}#*" for a in agents]
-    keys += [f"WF#{workflow_tag(w)}*" for w in workflows]
-    machines = [arn("states", f"stateMachine:{agent_physical_name(a)}") for a in agents]
-    machines += [arn("states", f"stateMachine:{workflow_physical_name(w)}") for w in workflows]
+    if _scoped_size([name for _, name, _ in declared]) > SCOPED_BUDGET:
+        keys, machines = ["RUN#*", "SES#*", "WF#*"], [THIS_STACKS_STATE_MACHINES]
+        objects = [sub(f"${{{BUCKET}.Arn}}/{kind}/*") for kind in ("bodies", "results")]
+    else:
+        tags = [agent_tag(a) for a in agents]
+        keys = [f"RUN#{t}*" for t in tags] + [f"SES#{a}#*" for a in agents]
+        keys += [f"WF#{workflow_tag(w)}*" for w in workflows]
+        machines = [arn("states", f"stateMachine:{agent_physical_name(a)}") for a in agents]
+        machines += [arn("states", f"stateMachine:{workflow_physical_name(w)}") for w in workflows]
+        objects = [
+            sub(f"${{{BUCKET}.Arn}}/{kind}/{t}*") for t in tags for kind in ("bodies", "results")
+        ]
     statements = [
         allow(
             "TriggeredRunsAndSessions",
@@ -107,17 +126,16 @@ def trigger_statements(spec: AgentfnSpec) -> list[dict[str, Any]]:
         ),
         allow("StartTriggeredStateMachines", "states:StartExecution", machines),
     ]
-    if tags:
-        objects = [
-            sub(f"${{{BUCKET}.Arn}}/{kind}/{t}*") for t in tags for kind in ("bodies", "results")
-        ]
+    if objects:
         statements.append(allow("TriggeredRunObjects", ["s3:GetObject", "s3:PutObject"], objects))
-    queues = [
-        _queue_arn(owner, trigger)
-        for _, owner, triggers in declared
+    queues: list[Any] = [
+        trigger.queue.arn
+        for _, _, triggers in declared
         for trigger in triggers
-        if trigger.queue is not None
+        if trigger.queue is not None and trigger.queue.arn is not None
     ]
+    if any(t.queue is not None and t.queue.arn is None for _, _, ts in declared for t in ts):
+        queues.append(arn("sqs", f"{NAME_PREFIX}trg-*"))  # the queues this stack made for them
     if queues:
         actions = [
             "sqs:ReceiveMessage",

@@ -167,7 +167,8 @@ def test_the_trigger_function_iam_statement_by_statement(
         "sqs:GetQueueAttributes",
         "sqs:ReceiveMessage",
     ]
-    assert len(queues["Resource"]) == 1 and ":sqs:" in queues["Resource"][0]
+    # the queues this stack made for triggers: `agentfn-{stack8}-trg-…`, no other queue
+    assert queues["Resource"] == ["arn:aws:sqs:us-east-1:123456789012:agentfn-0123abcd-trg-*"]
     secrets = statements["WebhookSecrets"]
     assert secrets["Action"] == "secretsmanager:GetSecretValue"
     assert sorted(secrets["Resource"]) == [
@@ -234,3 +235,50 @@ def test_cfn_lint_and_sam_validate_are_clean(template: dict[str, Any], tmp_path:
         env={**__import__("os").environ, "SAM_CLI_TELEMETRY": "0"},
     )
     assert sam.returncode == 0, sam.stdout + sam.stderr
+
+
+def _many_triggered(count: int) -> AgentfnSpec:
+    from runtime.spec import AgentfnSpec as Spec
+
+    agents = {
+        f"a{i:03d}" + "x" * 60: {
+            "description": "d",
+            "triggers": [
+                {"name": "inbox", "queue": {}, "input": "{body}"},
+                {
+                    "name": "hook",
+                    "webhook": {"secret": "${secret:s}", "signature": "github"},
+                    "input": "{body}",
+                },
+            ],
+        }
+        for i in range(count)
+    }
+    return Spec.model_validate(
+        {
+            "version": 1,
+            "defaults": {"model": "m"},
+            "secrets": {"s": {"source": "secretsmanager"}},
+            "models": {"m": {"provider": "scripted", "script": [{"text": "hi"}]}},
+            "agents": agents,
+        }
+    )
+
+
+@pytest.mark.parametrize("count", [1, 11, 12, 100])
+def test_the_trigger_role_fits_iam_10_kb_however_many_agents_have_triggers(count: int) -> None:
+    from tests.infra.cfn import pessimistic
+
+    deployed = sam_transform(build_template(_many_triggered(count)))
+    role = deployed["Resources"][f"{TRIGGER_FUNCTION}Role"]["Properties"]
+    size = sum(
+        len(json.dumps(pessimistic()(p["PolicyDocument"]), separators=(",", ":")))
+        for p in role["Policies"]
+    )
+    assert size <= 10_240, size
+    statements = {s["Sid"]: s for s in role_statements(deployed, f"{TRIGGER_FUNCTION}Role")}
+    keys = statements["TriggeredRunsAndSessions"]["Condition"]["ForAllValues:StringLike"]
+    if count <= 11:  # named one by one (64-character names: 11 fit the budget)
+        assert len(keys["dynamodb:LeadingKeys"]) == 2 * count
+    else:  # this stack's runs, by their fixed-size patterns
+        assert keys["dynamodb:LeadingKeys"] == ["RUN#*", "SES#*", "WF#*"]

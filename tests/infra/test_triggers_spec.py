@@ -162,6 +162,15 @@ CASES: dict[str, tuple[str, str]] = {
         """,
         "signature hmac-sha256 needs `header`",
     ),
+    "one queue, one trigger": (
+        """
+        - {name: n, queue: {arn: "arn:aws:sqs:us-east-1:123456789012:q"}, input: x}
+        - name: m
+          queue: {arn: "arn:aws:sqs:us-east-1:123456789012:q"}  #!
+          input: y
+        """,
+        "trigger a/n reads this queue already; one queue, one trigger",
+    ),
     "an agent's input is text": (
         """
         - name: n
