@@ -43,6 +43,7 @@ from runtime.triggers.starter import queue_name
 from runtime.workflows.records import workflow_tag
 
 TRIGGER_FUNCTION = "TriggerFunction"
+TRIGGER_DLQ = "TriggerDeadLetterQueue"
 WEBHOOK_PATH = "/hooks/{agent}/{trigger}"
 DLQ_RETENTION_SECONDS = 14 * 86400  # SQS's longest: time to look at what was parked
 QUEUE_RETENTION_SECONDS = 4 * 86400  # SQS's default, stated
@@ -74,10 +75,27 @@ def resources(spec: AgentfnSpec) -> dict[str, Any]:
     if not declared:
         return {}
     out: dict[str, Any] = {TRIGGER_FUNCTION: trigger_function(spec)}
+    if _asynchronous(spec):
+        out[TRIGGER_DLQ] = {
+            "Type": "AWS::SQS::Queue",
+            "DeletionPolicy": "Delete",
+            "UpdateReplacePolicy": "Delete",
+            "Properties": {
+                "MessageRetentionPeriod": DLQ_RETENTION_SECONDS,
+                "SqsManagedSseEnabled": True,
+            },
+        }
     for _, owner, triggers in declared:
         for trigger in triggers:
             out.update(_source(spec, owner, trigger))
     return out
+
+
+def _asynchronous(spec: AgentfnSpec) -> bool:
+    """Whether Scheduler or EventBridge rules invoke the function (asynchronously: an event
+    whose run cannot start is retried twice by Lambda, then parked in TRIGGER_DLQ)."""
+    kinds = {t.kind for _, _, triggers in owners(spec) for t in triggers}
+    return bool(kinds & {"schedule", "s3", "event"})
 
 
 def trigger_function(spec: AgentfnSpec) -> dict[str, Any]:
@@ -89,6 +107,11 @@ def trigger_function(spec: AgentfnSpec) -> dict[str, Any]:
         "Environment": {"Variables": {"AGENTFN_TRIGGER_QUEUE_PREFIX": sub(NAME_PREFIX)}},
         "Policies": [{"Statement": trigger_statements(spec)}],
     }
+    if _asynchronous(spec):  # Scheduler and rules invoke it asynchronously: park failures
+        props["DeadLetterQueue"] = {"Type": "SQS", "TargetArn": get_arn(TRIGGER_DLQ)}
+        props["Policies"][0]["Statement"].append(
+            allow("ParkFailedEvents", "sqs:SendMessage", get_arn(TRIGGER_DLQ))
+        )
     if any(t.webhook for _, _, triggers in owners(spec) for t in triggers):
         route: dict[str, Any] = {"RestApiId": ref(API), "Path": WEBHOOK_PATH, "Method": "post"}
         if spec.deployment.api_auth == "iam":

@@ -61,6 +61,20 @@ def test_the_schedule_has_its_expression_time_zone_and_no_flexible_window(
     assert hourly["ScheduleExpressionTimezone"] == "UTC"
 
 
+def test_scheduled_and_rule_events_that_fail_are_parked_in_the_function_dlq(
+    template: dict[str, Any], deployed: dict[str, Any]
+) -> None:
+    function = template["Resources"][TRIGGER_FUNCTION]["Properties"]
+    assert function["DeadLetterQueue"] == {
+        "Type": "SQS",
+        "TargetArn": {"Fn::GetAtt": ["TriggerDeadLetterQueue", "Arn"]},
+    }
+    lambda_function = deployed["Resources"][TRIGGER_FUNCTION]["Properties"]
+    assert lambda_function["DeadLetterConfig"] == {
+        "TargetArn": {"Fn::GetAtt": ["TriggerDeadLetterQueue", "Arn"]}
+    }
+
+
 def test_the_queue_has_a_dead_letter_queue_and_a_mapping_reporting_item_failures(
     template: dict[str, Any],
 ) -> None:
@@ -146,6 +160,7 @@ def test_the_trigger_function_iam_statement_by_statement(
         "TriggeredRunObjects",
         "ReadTriggerQueues",
         "WebhookSecrets",
+        "ParkFailedEvents",
     }
     triggered = ["support", "billing", "restock"]
     tags = [agent_tag(a) for a in triggered]
@@ -169,6 +184,11 @@ def test_the_trigger_function_iam_statement_by_statement(
     ]
     # the queues this stack made for triggers: `agentfn-{stack8}-trg-…`, no other queue
     assert queues["Resource"] == ["arn:aws:sqs:us-east-1:123456789012:agentfn-0123abcd-trg-*"]
+    parked = statements["ParkFailedEvents"]
+    assert parked["Action"] == "sqs:SendMessage"
+    assert parked["Resource"] == ACCOUNT.format(
+        "sqs", "agentfn-demo-TriggerDeadLetterQueue-RANDOM1234"
+    )
     secrets = statements["WebhookSecrets"]
     assert secrets["Action"] == "secretsmanager:GetSecretValue"
     assert sorted(secrets["Resource"]) == [
