@@ -221,3 +221,27 @@ def test_the_dev_scheduler_fires_each_due_time_once(
     now[0] += 1
     assert scheduler.tick() == []  # the same due time never fires twice
     assert scheduler.due[("digest", "hourly")] == 1_800_000_000.0 + 7200
+
+
+def test_no_schedules_leaves_the_scheduler_off_and_the_queues_on(
+    stack: tuple[EmbeddedStack, dict[str, tuple[str, str]]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    built, _ = stack
+    made: list[Any] = []
+    real = dev_triggers.Scheduler
+
+    def recording(spec: Any) -> Any:
+        made.append(spec)
+        return real(spec)
+
+    monkeypatch.setattr(dev_triggers, "Scheduler", recording)
+    stop = threading.Event()
+    try:
+        dev_triggers.start(built, stop, schedules=False)  # agentfn dev --no-schedules
+        assert made == []
+        dev_triggers.start(built, stop, schedules=True)
+        assert made == [built.spec]
+    finally:
+        stop.set()
