@@ -24,6 +24,7 @@ import pytest
 
 from runtime.triggers.starter import run_id_for
 from tests.helpers import wait_for
+from tests.infra.test_dev_console import browser  # noqa: F401  (the fixture)
 from tests.infra.test_dev_server import AGENTFN, Dev, _env, serve_dev
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "triggers" / "agents.yaml"
@@ -139,7 +140,10 @@ def test_a_schedule_due_in_the_next_seconds_fires_once(dev: Dev) -> None:
     )
 
 
-def test_the_console_lists_triggered_runs_waiting_for_a_person(dev: Dev) -> None:
+def test_the_console_lists_triggered_runs_waiting_for_a_person(
+    dev: Dev,
+    browser: Any,  # noqa: F811  (test_dev_console's fixture)
+) -> None:
     server = dev
     body = json.dumps({"sku": "SKU-9"}).encode()
     mac = hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
@@ -162,6 +166,14 @@ def test_the_console_lists_triggered_runs_waiting_for_a_person(dev: Dev) -> None
     listed = wait_for(lambda: [r for r in waiting() if r["run_id"] == run_id], what="the list")
     assert listed[0]["trigger"]["name"] == "ask" and listed[0]["status"] == "awaiting_input"
     assert all(r.get("trigger") for r in waiting())  # only triggered runs
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(f"{server.api}/")  # the page shows it too
+    shown = WebDriverWait(browser, 30).until(
+        lambda b: [e.text for e in b.find_elements(By.CSS_SELECTOR, "#triggered-waiting li")]
+    )
+    assert any(f"restock · {run_id[:8]} · webhook ask" in text for text in shown), shown
     # The pattern of seed 000: someone reads the question and answers; the run goes on.
     reply = httpx.post(f"{server.api}/runs/{run_id}/reply", json={"input": "Lyon"}, timeout=30)
     assert reply.status_code in (200, 202), reply.text
