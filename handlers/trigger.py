@@ -88,6 +88,11 @@ def webhook(starter: Any, event: dict[str, Any]) -> dict[str, Any]:
     except InvalidRequest as exc:
         status = 404 if exc.not_found else 400
         body = {"error_code": exc.error_code, "error_message": str(exc), "field": exc.field}
+    except Exception:  # logged; the sender retries a 5xx, and learns nothing of the cause
+        import logging
+
+        logging.getLogger("agentfn.triggers").exception("webhook failed")
+        status, body = 500, {"error_code": "INTERNAL", "error_message": "internal error"}
     return {
         "statusCode": status,
         "headers": {"Content-Type": "application/json"},

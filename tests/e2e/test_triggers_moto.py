@@ -245,3 +245,25 @@ def test_no_schedules_leaves_the_scheduler_off_and_the_queues_on(
         assert made == [built.spec]
     finally:
         stop.set()
+
+
+def test_a_webhook_whose_secret_cannot_be_read_is_a_500_that_says_nothing_more(
+    stack: tuple[EmbeddedStack, dict[str, tuple[str, str]]],
+) -> None:
+    from runtime.secrets import SecretUnavailable
+    from runtime.triggers.starter import TriggerStarter
+
+    built, _ = stack
+
+    def unreadable(name: str) -> str:
+        raise SecretUnavailable(f"secret {name!r} could not be read")
+
+    handlers.trigger.configure(TriggerStarter(built.service, unreadable), {})
+    answer = handlers.trigger.handle(_signed(b'{"issue": {"title": "x"}}', "d-9"))
+    assert answer["statusCode"] == 500
+    assert json.loads(answer["body"]) == {
+        "error_code": "INTERNAL",
+        "error_message": "internal error",
+    }
+    with pytest.raises(RunNotFound):
+        built.service.engine.store.load_head(run_id_for("agent", "support", "github", "d-9"))
