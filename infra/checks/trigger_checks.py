@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from infra.issues import RefProblem, did_you_mean, mapping
-from infra.yamlsrc import Path_
+from infra.checks.issues import RefProblem, did_you_mean, mapping
+from infra.checks.yamlsrc import Path_
 from runtime.spec.triggers import SOURCES
 from runtime.triggers.events import PER_EVENT, PROVIDES
 from runtime.workflows.template import REF_RE, references

@@ -25,16 +25,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from infra.naming import (
+from infra.sam.api import API
+from infra.sam.data import BUCKET, TABLE
+from infra.sam.grants import THIS_STACKS_STATE_MACHINES, allow, leading_keys
+from infra.sam.intrinsics import arn, get_arn, ref, sub
+from infra.sam.naming import (
     NAME_PREFIX,
     agent_physical_name,
     logical_id,
     workflow_physical_name,
 )
-from infra.sam.api import API
-from infra.sam.data import BUCKET, TABLE
-from infra.sam.grants import THIS_STACKS_STATE_MACHINES, allow, leading_keys
-from infra.sam.intrinsics import arn, get_arn, ref, sub
 from runtime.naming import agent_tag
 from runtime.spec import AgentfnSpec
 from runtime.spec.triggers import TriggerConfig

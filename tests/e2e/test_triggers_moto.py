@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 
 import handlers.trigger
-from infra import dev_triggers
-from infra.embedded_stack import EmbeddedStack
-from infra.local import embedded_aws
-from infra.validate import validate_file
+from infra.checks.validate import validate_file
+from infra.local import dev_triggers
+from infra.local.aws import embedded_aws
+from infra.local.embedded_stack import EmbeddedStack
 from runtime.errors import RunNotFound
 from runtime.spec import AgentfnSpec
 from runtime.triggers.starter import run_id_for
