@@ -56,7 +56,7 @@ def _project(folder: Path) -> Path:
 @pytest.fixture(scope="module")
 def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dev]:
     spec = _project(tmp_path_factory.mktemp("project"))
-    env = {"AGENTFN_SECRET_GH_HOOK": SECRET, "AGENTFN_SECRET_STRIPE_HOOK": "x"}
+    env = {"AGENTFN_SECRET_GH_HOOK": SECRET, "AGENTFN_SECRET_STRIPE_HOOK": "stripe-dev-secret"}
     yield from serve_dev(tmp_path_factory, "-f", str(spec), env=env)
 
 
