@@ -23,6 +23,7 @@ from runtime.engine.commits import wait_until
 from runtime.engine.loop import Engine
 from runtime.errors import InvalidRequest, RunNotFound, StateConflict, WrongState
 from runtime.executions import Executions
+from runtime.notifications import Notifications
 from runtime.observability import logs
 from runtime.stack import Stack
 from runtime.store.base import PAUSED, TERMINAL, RunHead
@@ -44,7 +45,7 @@ MAX_LOOPS = 80
 LONG_POLL_INTERVAL = 0.5  # seconds between reads of a long poll (GET …/events?wait=)
 
 
-class RunService(Executions, TeamOrchestration):
+class RunService(Executions, TeamOrchestration, Notifications):
     def __init__(
         self,
         engine: Engine,
@@ -84,8 +85,15 @@ class RunService(Executions, TeamOrchestration):
         *,
         time_left: float | None = None,
         max_turns: int | None = None,
+        run_id: str | None = None,
+        trigger: dict[str, str] | None = None,
     ) -> tuple[int, dict[str, Any]]:
         """(200, result) when the run finished within `wait_seconds`, else (202, run status).
+
+        A triggered start (runtime.triggers.starter) names the run (`run_id`, derived from
+        its event: the idempotency key) and records `trigger`: a run of that id that already
+        exists is answered as it is (its execution started again if the first delivery could
+        not start it: StartExecution by name is idempotent), never started twice.
 
         No path leaves a run without an owner: whatever the inline attempt does (throttled,
         crashed, out of time), a run that is not finished is handed to its state machine
@@ -101,10 +109,28 @@ class RunService(Executions, TeamOrchestration):
         budget = min(max(0.0, wait_seconds), MAX_INLINE_SECONDS)
         if time_left is not None:
             budget = min(budget, time_left - API_MARGIN_SECONDS)
+        if run_id is not None:
+            existing = self._existing(run_id)
+            if existing is not None:
+                return existing
         waiting = self.engine.pending_question(agent, session_id) if session_id else None
-        if waiting is not None:  # the message answers the question the session's run asked
+        if waiting is not None and trigger is None:  # it answers the question the run asked
             return self._answer_pending(waiting, text, budget)
-        head = self.engine.start(agent, text, session_id, max_turns=max_turns, answer_pending=False)
+        try:
+            head = self.engine.start(
+                agent,
+                text,
+                session_id,
+                max_turns=max_turns,
+                answer_pending=False,
+                run_id=run_id,
+                trigger=trigger,
+            )
+        except StateConflict:
+            found = self._existing(run_id) if run_id is not None else None
+            if found is None:  # a concurrent delivery of the same event created it
+                raise
+            return found
         try:
             if budget >= 1:
                 self._advance_inline(head, budget)
@@ -116,6 +142,18 @@ class RunService(Executions, TeamOrchestration):
                 self.start_execution(head)
         if head.status in TERMINAL:
             return 200, self.engine.result(head.run_id)
+        return 202, self._summary(head)
+
+    def _existing(self, run_id: str) -> tuple[int, dict[str, Any]] | None:
+        """A redelivered event's run (its execution started again, by name: at most once)."""
+        try:
+            head = self.engine.store.load_head(run_id)
+        except RunNotFound:
+            return None
+        if head.status in TERMINAL:
+            return 200, self.engine.result(run_id)
+        if head.status == "running":
+            self.start_execution(head)  # idempotent: the same name, the same execution
         return 202, self._summary(head)
 
     def _answer_pending(
@@ -355,45 +393,3 @@ class RunService(Executions, TeamOrchestration):
             "loops": loops,
             "continue": loops >= MAX_LOOPS,
         }
-
-    def _summary(self, head: RunHead) -> dict[str, Any]:
-        return {
-            "run_id": head.run_id,
-            "agent": head.agent,
-            "session_id": head.session_id,
-            "status": head.status,
-        }
-
-    def notify(self, head: RunHead) -> None:
-        """EventBridge: approval requested and run finished, so approvers can be notified; a
-        finished child wakes its parent."""
-        if head.status in TERMINAL:
-            self.wake_parent(head)
-            if head.workflow_token:  # a workflow's step run: its task waits for this end
-                self.send_token(head.workflow_token, head.run_id)
-        if self.events is None:
-            return
-        if head.status == "awaiting_approval":
-            kind = "Approval Requested"
-        elif head.status in TERMINAL:
-            kind = "Run Finished"
-        else:
-            return
-        detail = self._summary(head)
-        if head.pending_approval:
-            detail["pending_approval"] = [p.model_dump(mode="json") for p in head.pending_approval]
-        if head.error_code:
-            detail["error_code"] = head.error_code
-        try:
-            self.events.put_events(
-                Entries=[
-                    {
-                        "Source": "agentfn",
-                        "DetailType": kind,
-                        "Detail": json.dumps(detail),
-                        "EventBusName": self.stack.event_bus,
-                    }
-                ]
-            )
-        except Exception as exc:  # notification is best effort; the run state is the truth
-            log.warning("put_events failed: %s", type(exc).__name__)

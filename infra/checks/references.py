@@ -249,6 +249,8 @@ def _resolves_secrets(path: Path_) -> bool:
         return True
     if len(path) == 4 and path[:3] == ("deployment", "telemetry", "headers"):
         return True  # runtime.observability resolves them when it builds its exporter
+    if len(path) == 6 and path[0] in ("agents", "workflows") and path[2] == "triggers":
+        return path[4:] == ("webhook", "secret")  # runtime.triggers.starter verifies with it
     if path in (("web", "search", "api_key"), ("web", "scrape", "firecrawl", "api_key")):
         return True  # credentials, like a model's api_key (runtime.tools.web)
     return is_hook_header(path) or (len(path) == 3 and path[0] == "models" and path[2] == "api_key")

@@ -26,6 +26,7 @@ from infra.checks.knowledge_checks import check_knowledge
 from infra.checks.prompt_checks import check_prompts_and_llm_steps
 from infra.checks.references import check_references
 from infra.checks.run_limits import budget_problems, context_problems
+from infra.checks.trigger_checks import check_triggers
 from infra.checks.union_tags import missing_tag
 from infra.checks.workflow_checks import check_workflows
 from infra.checks.yamlsrc import (
@@ -155,7 +156,7 @@ def _check(
     checks = [*check_references(data, project_dir), *check_hooks(data, project_dir)]
     checks += check_prompts_and_llm_steps(data, project_dir)
     checks += check_databases(data, project_dir) + check_knowledge(data, project_dir)
-    for problem in [*checks, *check_workflows(data)]:
+    for problem in [*checks, *check_workflows(data), *check_triggers(data)]:
         where, position = source.locate(problem.path, key=problem.at_key)
         if where in reported and where == problem.path:
             continue  # already explained by the structural pass

@@ -339,6 +339,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=dev_command)
     add_api_parsers(sub)
     # -- end agentfn dev / HTTP API commands --
+    from infra.cli.trigger_cli import add_parser as add_trigger_parser
+
+    add_trigger_parser(sub)  # agentfn trigger NAME TRIGGER [--event FILE]
     return parser
 
 

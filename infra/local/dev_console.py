@@ -4,7 +4,9 @@
 that uses the public API only — REST and the SSE stream — so whatever it does, curl can do.
 `GET /runs?limit=N` lists the runs this server has seen, and the unfinished runs other
 processes (`agentfn run`) left in the shared local state, newest first (agentfn dev only: the
-deployed API has no listing; its runs are in DynamoDB and Step Functions)."""
+deployed API has no listing; its runs are in DynamoDB and Step Functions); with
+`&waiting=triggered`, only the runs a trigger started that now wait for a person (no caller
+is there to answer them)."""
 
 from __future__ import annotations
 
@@ -27,6 +29,8 @@ HEADERS = [("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff")]
 
 
 Answer = tuple[int, list[tuple[str, str]], bytes]
+#: A run waiting for a person; `GET /runs?waiting=triggered` lists the triggered ones.
+WAITING = ("awaiting_approval", "awaiting_input")
 POLICY = "default-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'"
 
 
@@ -62,7 +66,10 @@ def answer(method: str, path: str, query: str, hub: LiveHub) -> Answer | None:
             return 400, [("Content-Type", "application/json")], json.dumps(body).encode()
         if runs_source is not None:
             runs_source()
-        runs = json.dumps({"runs": hub.recent(limit)}).encode()
+        listed = hub.recent(limit)
+        if parse_qs(query).get("waiting") == ["triggered"]:  # nobody waits on these answers
+            listed = [r for r in listed if r.get("trigger") and r.get("status") in WAITING]
+        runs = json.dumps({"runs": listed}).encode()
         return 200, [("Content-Type", "application/json"), *HEADERS], runs
     return None
 

@@ -73,6 +73,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"answer requests whose Host is NAME too, besides loopback names and addresses "
         f"(a container's name; repeatable; also {ALLOW_HOSTS_ENV}=NAME,NAME)",
     )
+    parser.add_argument("--no-schedules", action="store_true", help="fire no schedule triggers")
 
 
 class ApiBridge:
@@ -95,6 +96,27 @@ class ApiBridge:
             traceback.print_exc(file=sys.stderr)
             body = json.dumps({"message": "Internal server error"}).encode()
             return 502, [("Content-Type", "application/json")], body
+
+
+class HookBridge(ApiBridge):
+    """The API's bridge, with `POST /hooks/…` going to the trigger function instead."""
+
+    def __call__(self, event: dict[str, Any]) -> Answer:
+        path = str(event.get("path") or "")
+        if not path.startswith("/hooks/"):
+            return super().__call__(event)
+        import handlers.trigger
+        from infra.sam.triggers import WEBHOOK_PATH
+
+        parts = path.strip("/").split("/")
+        if event.get("httpMethod") != "POST" or len(parts) != 3:
+            body = json.dumps(
+                {"error_code": "NOT_FOUND", "error_message": "POST /hooks/AGENT/TRIGGER"}
+            )
+            return 404, [("Content-Type", "application/json")], body.encode()
+        event = {**event, "resource": WEBHOOK_PATH}
+        event["pathParameters"] = {"agent": parts[1], "trigger": parts[2]}
+        return _http_answer(handlers.trigger.handle(event))
 
 
 def _http_answer(answer: Any) -> Answer:
@@ -235,7 +257,7 @@ def dev_command(args: argparse.Namespace) -> int:
     try:
         aws = MotoServer(args.aws_port, allowed=allowed, state=state)
         where = f"{HOST}:{args.port} (--port)"
-        bridge = ApiBridge(handlers.api.container)
+        bridge = HookBridge(handlers.api.container)  # POST /hooks/…: the trigger function
         api = make_http_server(bridge, args.port, hub=LiveHub(), allowed=allowed)
     except OSError as exc:
         if aws is not None:
@@ -253,7 +275,16 @@ def dev_command(args: argparse.Namespace) -> int:
     previous = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         reload = None if args.no_reload else selected(getattr(args, "env", None)) or ""
-        serve(result.spec, spec_path, aws, api, stop, reload=reload, offline=state is None)
+        serve(
+            result.spec,
+            spec_path,
+            aws,
+            api,
+            stop,
+            reload=reload,
+            offline=state is None,
+            schedules=not args.no_schedules,
+        )
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -270,11 +301,13 @@ def serve(
     stop: threading.Event,
     reload: str | None = None,
     offline: bool = True,
+    schedules: bool = True,
 ) -> None:
     """Start the AWS side and the stack, answer requests until `stop` is set, shut down.
     `reload`: the environment to reload the spec with on edits ("" for none); None: never.
     `offline`: every AWS call of the process in moto (else the stack's own only)."""
     from infra.local.dev_banner import banner
+    from infra.local.dev_triggers import start as start_triggers
     from infra.local.embedded_stack import EmbeddedStack
     from infra.local.progress import Progress
     from runtime.tools.mcp import stop_all
@@ -295,6 +328,7 @@ def serve(
             stack.serve_api()
             if hub is not None and not offline:  # the console lists agentfn run's runs too
                 dev_state.list_others_runs(clients.store(), hub)
+            start_triggers(stack, stop, schedules=schedules)  # schedules, queues, webhooks
             if reload is not None:
                 from infra.local.dev_reload import start_reloading
 

@@ -93,6 +93,8 @@ class LiveHub:
                     "input": str(event.data.get("input") or "")[:200],
                     "started_at": event.at,
                 }
+                if event.data.get("trigger"):  # started by a schedule, webhook, queue, event
+                    run["trigger"] = event.data["trigger"]
                 while len(self._recent) > RECENT_RUNS:
                     del self._recent[next(iter(self._recent))]
             if event.type == "run_failed":

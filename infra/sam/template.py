@@ -41,6 +41,7 @@ from infra.sam import (
     roles,
     sandbox,
     state_logs,
+    triggers,
     workflow_asl,
     workflows,
 )
@@ -156,6 +157,12 @@ def build_template(spec: AgentfnSpec, *, runtime: str | None = None) -> dict[str
             "Description": f"State machine of workflow {workflow!r}",
             "Value": ref(machine_id),
         }
+    for logical_id_, resource in triggers.resources(spec).items():  # schedules, queues, rules
+        resources[logical_id_] = (
+            layers.built_by_makefile(resource, [])
+            if resource["Type"] == "AWS::Serverless::Function"
+            else resource
+        )
     # Over every function and state machine above: execution logs, alarms on the metrics
     # AWS emits, and each function's own role (logs on its log group only).
     state_logs.add_logging(spec, resources)

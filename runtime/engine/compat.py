@@ -31,7 +31,8 @@ def agent_hash(spec: AgentfnSpec, agent: str) -> str:
         {r.removeprefix("mcp:").partition("/")[0] for r in refs if r.startswith("mcp:")}
     )
     relevant: dict[str, Any] = {
-        "agents": {a: _set(spec.agents[a]) for a in agents},
+        # What starts a run (its triggers) is not how it runs: editing one fails no run.
+        "agents": {a: _set(spec.agents[a].model_copy(update={"triggers": []})) for a in agents},
         "models": {m: _set(spec.models[m]) for m in models},
         "tools": {t: _set(spec.tools[t]) for t in tools},
         "mcp": {s: _set(spec.mcp_servers[s]) for s in servers},

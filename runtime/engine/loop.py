@@ -31,13 +31,7 @@ from runtime.engine.prompt import FINAL_TURN_NOTE
 from runtime.engine.result import build_result
 from runtime.engine.state import answer_text, doom_loop, own_call_ids, pending_calls
 from runtime.engine.team import MovedOn
-from runtime.errors import (
-    MaxTurnsExceeded,
-    OutputInvalid,
-    RunError,
-    SpecChanged,
-    StateConflict,
-)
+from runtime.errors import MaxTurnsExceeded, OutputInvalid, RunError, SpecChanged, StateConflict
 from runtime.events import EventListener, EventType, preview
 from runtime.messages import AssistantMessage, Message, SummaryMessage, Usage, UserMessage
 from runtime.models.base import Model, ModelRequest, ToolSpec
@@ -101,10 +95,11 @@ class Engine(Interventions):
         step_of: Any = None,
         max_turns: int | None = None,
         answer_pending: bool = True,
+        run_id: str | None = None,
+        trigger: dict[str, str] | None = None,
     ) -> RunHead:
-        """A new run; `step_of` (runtime.workflows.service.StepLink) makes it a workflow's
-        step run, with the id the workflow chose and the token that waits for its end.
-        `max_turns`, `answer_pending`: Interventions.answered_instead."""
+        """A new run; `step_of` (workflows.service.StepLink): a workflow's step run (its id, its
+        end's token); `run_id`, `trigger`: a triggered run's (runtime.triggers)."""
         now = self.clock.now()
         config = self.spec.agents[agent]
         answered = self.answered_instead(
@@ -112,7 +107,7 @@ class Engine(Interventions):
         )
         if answered is not None:
             return answered
-        run_id = step_of.run_id if step_of is not None else new_run_id(agent)
+        run_id = step_of.run_id if step_of is not None else run_id or new_run_id(agent)
         head = RunHead(
             run_id=run_id,
             agent=agent,
@@ -130,6 +125,7 @@ class Engine(Interventions):
             workflow_run_id=step_of.workflow_run_id if step_of is not None else None,
             workflow_token=step_of.token if step_of is not None else None,
             max_turns=max_turns,
+            trigger=trigger,
         )
         chain = self._route_input(agent, text)
         if session_id is not None:
@@ -146,6 +142,7 @@ class Engine(Interventions):
         }
         if head.chain:
             data["active_agent"] = head.active_agent
+        data.update({"trigger": trigger} if trigger else {})
         return self._commit(head, [UserMessage(content=text)], [("run_started", data)], create=True)
 
     async def run(self, agent: str, text: str, session_id: str | None = None) -> RunHead:

@@ -64,6 +64,8 @@ def build_result(head: RunHead, messages: list[Message], blobs: BlobStore) -> di
         "session_id": head.session_id,
         "status": head.status,
     }
+    if head.trigger is not None:  # a run a schedule, webhook, queue or event started
+        out["trigger"] = dict(head.trigger)
     reasoning = reasoning_trace(messages)
     if head.status == "succeeded":
         out["result"] = final_result(head, blobs)

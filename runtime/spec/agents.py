@@ -11,6 +11,7 @@ from runtime.spec.databases import DatabaseAccess
 from runtime.spec.hooks import HookConfig
 from runtime.spec.models import SpecModel
 from runtime.spec.tools import PYTHON_HANDLER_RE, ToolFailures
+from runtime.spec.triggers import TriggerConfig
 from runtime.spec.types import Duration, Name
 
 Decision = Literal["approve", "reject", "edit"]
@@ -236,6 +237,11 @@ class AgentConfig(SpecModel):
     )
     input_timeout: Duration | None = Field(
         None, description="How long a clarification waits; overrides defaults.input_timeout."
+    )
+    triggers: list[TriggerConfig] = Field(
+        default_factory=list,
+        max_length=20,
+        description="Schedules, webhooks, queues, S3 uploads and events that start runs.",
     )
     # `lambda` is a Python keyword; the alias keeps the YAML natural.
     lambda_: LambdaSettings = Field(default_factory=LambdaSettings, alias="lambda")

@@ -13,6 +13,7 @@ from typing import Any, Literal, Self
 from pydantic import Field, model_validator
 
 from runtime.spec.models import SpecModel
+from runtime.spec.triggers import TriggerConfig
 from runtime.spec.types import Name
 
 STEP_KINDS = ("agent", "parallel", "map", "loop", "llm")
@@ -107,6 +108,11 @@ class WorkflowConfig(SpecModel):
         "absent: the input is text, `{input}`.",
     )
     steps: list[WorkflowStep] = Field(min_length=1, max_length=50)
+    triggers: list[TriggerConfig] = Field(
+        default_factory=list,
+        max_length=20,
+        description="Schedules, webhooks, queues, S3 uploads and events that start runs.",
+    )
 
     @model_validator(mode="after")
     def _unique_ids(self) -> Self:

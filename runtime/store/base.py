@@ -186,6 +186,7 @@ class RunHead(BaseModel):
     parent_run_id: str | None = None
     parent_call_id: str | None = None  # the parent's ask_<agent> call this run answers
     warnings: list[str] = Field(default_factory=list)  # e.g. an MCP server was unreachable
+    trigger: dict[str, str] | None = None  # what started it: {name, kind, event_id} (#28)
     # ---- teams (multi-agent) ----
     #: Handoffs in force: the entry agent, then each agent the conversation was transferred
     #: to. The last one is active; the one before it is its supervisor. Empty: `agent` alone.

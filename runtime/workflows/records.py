@@ -61,6 +61,7 @@ class WorkflowRun(BaseModel):
     error_code: str | None = None
     error_message: str | None = None
     failed_step: str | None = None
+    trigger: dict[str, str] | None = None  # what started it: {name, kind, event_id} (#28)
 
 
 def workflow_tag(workflow: str) -> str:

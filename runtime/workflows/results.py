@@ -83,6 +83,8 @@ def workflow_view(run: WorkflowRun, config: WorkflowConfig, engine: Engine) -> d
         "created_at": run.created_at,
         "updated_at": run.updated_at,
     }
+    if run.trigger is not None:  # a schedule, webhook, queue or event started it
+        view["trigger"] = dict(run.trigger)
     if run.status == "succeeded":
         view["result"] = last  # the last step that produced one
     if run.error_code:

@@ -53,12 +53,30 @@ class WorkflowService(StepTasks):
             for name, w in self.engine.spec.workflows.items()
         ]
 
-    def start(self, name: str, given: Any) -> dict[str, Any]:
+    def start(
+        self,
+        name: str,
+        given: Any,
+        *,
+        workflow_run_id: str | None = None,
+        trigger: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """Start a workflow run. A triggered start names it (`workflow_run_id`, derived
+        from its event) and records `trigger`: an existing run of that id is answered as it
+        is (its execution started again: by name, so never twice)."""
         config = self._config(name)
+        found: WorkflowRun | None = None
+        if workflow_run_id is not None:
+            with contextlib.suppress(InvalidRequest):
+                found = self.load(workflow_run_id)
+        if found is not None:
+            self._start_execution(found)
+            return self.view(found.workflow_run_id)
         value = self._checked_input(config, given)
         now = self.engine.clock.now()
         run = WorkflowRun(
-            workflow_run_id=workflow_tag(name) + uuid.uuid4().hex[:24],
+            workflow_run_id=workflow_run_id or workflow_tag(name) + uuid.uuid4().hex[:24],
+            trigger=trigger,
             workflow=name,
             input=value,
             steps={step.id: StepState() for step in config.steps},

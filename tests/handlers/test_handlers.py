@@ -613,7 +613,7 @@ def test_the_first_advance_gets_loops_and_function_from_the_handler() -> None:
 HEAVY = ("yaml", "infra", "moto", "jsonschema", "mcp", "httpx", "boto3")
 
 
-@pytest.mark.parametrize("module", ["handlers.step", "handlers.api"])
+@pytest.mark.parametrize("module", ["handlers.step", "handlers.api", "handlers.trigger"])
 def test_handler_import_pulls_in_nothing_heavy(module: str) -> None:
     """Cold start guard: a handler import must not drag in build-time or heavy modules."""
     code = (

@@ -132,7 +132,14 @@ def pessimistic() -> Resolver:
 def concrete(template: dict[str, Any]) -> Resolver:
     """Physical names as CloudFormation would give them in stack `agentfn-demo`."""
     resources = template["Resources"]
-    name_props = ("FunctionName", "StateMachineName", "Name", "TableName", "LogGroupName")
+    name_props = (
+        "FunctionName",
+        "StateMachineName",
+        "Name",
+        "TableName",
+        "LogGroupName",
+        "QueueName",
+    )
 
     def ref(name: str) -> str:
         resource = resources[name]
@@ -157,6 +164,8 @@ def concrete(template: dict[str, Any]) -> Resolver:
             "AWS::S3::Bucket": "arn:aws:s3:::{}",
             "AWS::Logs::LogGroup": "arn:aws:logs:us-east-1:123456789012:log-group:{}:*",
             "AWS::IAM::Role": "arn:aws:iam::123456789012:role/{}",
+            "AWS::SQS::Queue": "arn:aws:sqs:us-east-1:123456789012:{}",
+            "AWS::Events::Rule": "arn:aws:events:us-east-1:123456789012:rule/{}",
         }
         return arns[kind].format(ref(name))
 

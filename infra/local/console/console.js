@@ -265,12 +265,19 @@ async function loadAgents() {
   $("agent").replaceChildren(...agents.map((a) => el("option", { value: a.name }, a.name)));
 }
 
-async function loadRuns() {
-  const { runs } = await api("GET", "/runs?limit=30");
-  $("runs").replaceChildren(...runs.map((r) => el("li", {
+function runItem(r) {
+  const by = r.trigger ? ` · ${r.trigger.kind} ${r.trigger.name}` : "";
+  return el("li", {
     class: r.run_id === state.runId ? "current" : "", "data-run": r.run_id,
     onclick: () => { watch(r.run_id); loadRuns(); },
-  }, `${r.agent} · ${r.run_id.slice(0, 8)}`, el("span", { class: `status ${r.status}` }, r.status))));
+  }, `${r.agent} · ${r.run_id.slice(0, 8)}${by}`, el("span", { class: `status ${r.status}` }, r.status));
+}
+
+async function loadRuns() {
+  const { runs } = await api("GET", "/runs?limit=30");
+  $("runs").replaceChildren(...runs.map(runItem));
+  const waiting = await api("GET", "/runs?limit=200&waiting=triggered");
+  $("triggered-waiting").replaceChildren(...waiting.runs.map(runItem));
 }
 
 $("start").addEventListener("submit", (submit) => {

@@ -17,10 +17,11 @@ import pytest
 
 from infra.sam.template import build_template, render
 from runtime.spec import AgentfnSpec
-from tests.helpers import tool_path
+from tests.helpers import load_spec, tool_path
 from tests.infra.cfn import sam_transform
 
 SKIPS = Path(__file__).with_name("checkov_skips.txt")
+TRIGGERS = Path(__file__).resolve().parents[2] / "fixtures" / "triggers" / "agents.yaml"
 
 
 class Skip(NamedTuple):
@@ -75,6 +76,7 @@ def findings(
     files = {
         "demo template.yaml": ("demo.yaml", render(demo)),
         "full template.yaml": ("full.yaml", render(build_template(full_spec))),
+        "triggers template.yaml": ("triggers.yaml", render(build_template(load_spec(TRIGGERS)))),
         "demo after the SAM transform": ("demo.json", json.dumps(sam_transform(demo), indent=1)),
     }
     found = {}
