@@ -52,10 +52,12 @@ class MotoServer:
         from moto.moto_server.werkzeug_app import MotoRequestHandler, create_backend_app
         from werkzeug.serving import make_server
 
+        from infra import local_sfn
         from infra.dev_concurrency import serialized
         from infra.local_dynamodb import install
 
         install()  # moto's DynamoDB without its table-wide copies (infra.local_dynamodb)
+        local_sfn.install()  # its Step Functions without per-execution parses (local_sfn)
         logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no access log per AWS call
         app = guarded(serialized(Application(create_backend_app)), allowed)
         bound = socket.create_server((host, port), backlog=LISTEN_BACKLOG)
