@@ -7,8 +7,10 @@ bench/speed_dev.py, but with the demo team `support`: it looks an order up, asks
 `researcher` (a child run with its own state machine execution), hands the conversation to
 `billing`, whose refund waits for a person. A run counts when it reaches
 `awaiting_approval`; the figure is the time from its POST to that status (p50 / p95 / max),
-for each batch size, after two warm-up runs. Nothing is approved: each batch's runs stay
-waiting, as a person's would.
+for each batch size, after two warm-up runs. Each client reads its run (GET /runs/{id})
+every `--poll` seconds (0.1 by default, as speed_dev.py's clients do): those reads are load
+on the same process too, and the longer a run waits, the more of them it makes.
+Nothing is approved: each batch's runs stay waiting, as a person's would.
 
 `--profile FILE` records the server with py-spy (`pip install py-spy`; needs ptrace) during
 the largest batch and writes a flame graph there (SVG; any other suffix: py-spy's collapsed
@@ -39,7 +41,10 @@ WAITING = "awaiting_approval"
 ENDED = {"succeeded", "failed", "cancelled", WAITING}
 
 
-def team_run(api: str, n: int) -> tuple[float, str]:
+POLL_SECONDS = 0.1
+
+
+def team_run(api: str, n: int, poll: float = POLL_SECONDS) -> tuple[float, str]:
     """Start one `support` run and poll it until it waits for a person (or ends)."""
     started = time.perf_counter()
     try:
@@ -49,16 +54,16 @@ def team_run(api: str, n: int) -> tuple[float, str]:
             timeout=120,
         ).json()
         while body.get("status") not in ENDED:
-            time.sleep(0.1)
+            time.sleep(poll)
             body = httpx.get(f"{api}/runs/{body['run_id']}", timeout=60).json()
     except (httpx.HTTPError, KeyError) as exc:
         return time.perf_counter() - started, type(exc).__name__
     return time.perf_counter() - started, str(body["status"])
 
 
-def batch(api: str, count: int) -> tuple[list[float], int]:
+def batch(api: str, count: int, poll: float) -> tuple[list[float], int]:
     with ThreadPoolExecutor(count) as pool:
-        results = list(pool.map(lambda n: team_run(api, n), range(count)))
+        results = list(pool.map(lambda n: team_run(api, n, poll), range(count)))
     took = sorted(t for t, _ in results)
     waiting = sum(status == WAITING for _, status in results)
     others = sorted({s for _, s in results if s != WAITING})
@@ -81,9 +86,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, nargs="+", default=[1, 5, 20, 50])
     parser.add_argument("--profile", type=Path, help="py-spy flame graph of the largest batch")
+    parser.add_argument("--poll", type=float, default=POLL_SECONDS, help="seconds between GETs")
     args = parser.parse_args()
     load = os.getloadavg()
-    print(f"agentfn dev, demo team `support` to {WAITING}; load {load[0]:.2f} {load[1]:.2f}")
+    print(f"agentfn dev, demo team `support` to {WAITING}, each client polling its run every "
+          f"{args.poll} s; load {load[0]:.2f} {load[1]:.2f}")  # fmt: skip
     api_port, aws_port = _free_port(), _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "AGENTFN_"))}
     env["PYTHONPATH"] = str(ROOT)
@@ -115,7 +122,7 @@ def main() -> None:
                 )
                 time.sleep(1)
             cpu = cpu_seconds(process.pid)
-            took, waiting = batch(api, count)
+            took, waiting = batch(api, count, args.poll)
             cpu = (cpu_seconds(process.pid) - cpu) / count
             median = statistics.median(took)
             print(
