@@ -19,7 +19,8 @@ function), so that CPU is what made a team run's latency grow with the runs at o
   draw a different key. A definition that fails to parse is not kept (it fails the same
   way each time).
 - moto's server looks the backend of each request up by its host, listing its service
-  modules on disk and trying some 200 URL patterns; the answer for a host is kept.
+  modules on disk and trying some 200 URL patterns, and lists a response class's methods
+  (inspect.getmembers) to find the action's: both answers are kept (by host, by class).
 - One boto3 client per (region, service, endpoint), as a Lambda function would keep one:
   boto3 clients are safe to share between threads. Its pool holds as many connections as
   the embedded AWS serves at once, so concurrent tasks do not queue for a connection.
@@ -65,6 +66,9 @@ def install() -> None:
 
         AmazonStateLanguageParser.parse = staticmethod(parse)  # type: ignore[method-assign]
         EvalComponent.heap_key = property(heap_key)  # type: ignore[assignment,method-assign]
+        from moto.core import responses
+
+        responses.method_names_from_class = functools.cache(responses.method_names_from_class)
         backend_for = DomainDispatcherApplication.get_backend_for_host
         DomainDispatcherApplication.get_backend_for_host = _remembered(backend_for)  # type: ignore[method-assign,assignment]
         json_path.parse = functools.lru_cache(maxsize=4096)(json_path.parse)
