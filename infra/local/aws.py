@@ -183,10 +183,12 @@ def embedded_aws() -> Iterator[AwsClients]:
     }
     os.environ.update({"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"})
     os.environ.pop("AWS_SESSION_TOKEN", None)
+    from infra.local import local_sfn
     from infra.local.local_dynamodb import install
     from infra.local.local_lambda import dispatching
 
     install()  # moto's DynamoDB without its table-wide copies (infra.local.local_dynamodb)
+    local_sfn.install()  # its Step Functions without per-execution parses (local_sfn)
     config: Any = {
         "lambda": {"use_docker": False},
         "stepfunctions": {"execute_state_machine": True},

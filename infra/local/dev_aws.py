@@ -68,10 +68,12 @@ class MotoServer:
         from moto.moto_server.werkzeug_app import MotoRequestHandler, create_backend_app
         from werkzeug.serving import make_server
 
+        from infra.local import local_sfn
         from infra.local.dev_concurrency import serialized
         from infra.local.local_dynamodb import install
 
         install()  # moto's DynamoDB without its table-wide copies (infra.local.local_dynamodb)
+        local_sfn.install()  # its Step Functions without per-execution parses (local_sfn)
         logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no access log per AWS call
         served: Wsgi = serialized(Application(create_backend_app))
         self.log: RequestLog | None = None

@@ -8,7 +8,9 @@ double and the engine count one prompt the same way.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Sequence
+from operator import is_
 
 from runtime.messages import AssistantMessage, Message, ToolResultMessage
 from runtime.models.base import ToolSpec
@@ -58,6 +60,39 @@ def tools_tokens(specs: Sequence[ToolSpec]) -> int:
     return total
 
 
+class _Counted(threading.local):
+    """The messages a thread counted last, and their running totals: `sums[i]` is the
+    tokens of `messages[:i]`."""
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+        self.sums: list[int] = [0]
+
+
+_counted = _Counted()
+
+
+def messages_tokens(view: Sequence[Message]) -> int:
+    """The tokens of a prompt's messages, counting only those the previous count did not
+    have. Each turn's prompt is the last one plus the turn's new messages, so a run counts
+    each message once instead of its whole history every turn (turn 200 would count ~400
+    messages, twice: the engine's estimate and the scripted provider's). The previous
+    count's messages are compared by identity (a C-level pass, no counting); from the
+    first that differs (a compaction's placeholder or summary) it counts again."""
+    counted = _counted
+    known, sums = counted.messages, counted.sums
+    same = min(len(known), len(view))
+    if same and not (known[same - 1] is view[same - 1] and all(map(is_, known, view[:same]))):
+        same = next(i for i, (a, b) in enumerate(zip(known, view, strict=False)) if a is not b)
+    del sums[same + 1 :]
+    total = sums[same]
+    for message in view[same:]:
+        total += message_tokens(message)
+        sums.append(total)
+    counted.messages = list(view)
+    return total
+
+
 def prompt_tokens(system: str, specs: Sequence[ToolSpec], view: Sequence[Message]) -> int:
     """The whole prompt, estimated."""
-    return tokens(system) + tools_tokens(specs) + sum(message_tokens(m) for m in view)
+    return tokens(system) + tools_tokens(specs) + messages_tokens(view)
