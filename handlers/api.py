@@ -33,6 +33,7 @@ from handlers.api_requests import (
     too_large_answer,
     unsupported_media,
 )
+from handlers.protocols import protocol_answer
 from runtime.routes import ROUTES
 
 MAX_WAIT_SECONDS = 25.0  # API Gateway gives up at 29 s
@@ -79,7 +80,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return refused
     with observe.invocation(context):  # the run's keys on its lines; metrics at the end
         try:
-            return _resolver()(event, context)
+            return protocol_answer(event, context) or _resolver()(event, context)
         finally:
             from handlers.step import flush_live
 
@@ -190,7 +191,7 @@ def container() -> Handler:
     def serve(event: dict[str, Any], ctx: Any) -> dict[str, Any]:
         if too_large(event):
             return too_large_answer()
-        return unsupported_media(event) or resolve(event, ctx)
+        return unsupported_media(event) or protocol_answer(event, ctx) or resolve(event, ctx)
 
     return serve
 

@@ -28,13 +28,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from infra import dev_console
+from infra import dev_console, dev_protocols
 from infra.dev_aws import HOST, LISTEN_BACKLOG, MotoServer, create_watch_key, pointed_at
 from infra.dev_origin import ALLOW_HOSTS_ENV, Refusal, allowed_hosts, api_refusal
 from infra.dev_stream import serve as serve_stream
 from infra.dev_stream import wants_stream
 from infra.live_hub import LiveHub
-from runtime.routes import ROUTES, Route
+from runtime.routes import PROTOCOL_ROUTES, ROUTES, Route
 
 DEFAULT_PORT = 8321
 DEFAULT_AWS_PORT = 5005
@@ -74,7 +74,7 @@ def _compile(route: Route) -> re.Pattern[str]:
     return re.compile("^" + re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(route.path)))
 
 
-_PATTERNS = [(route, _compile(route)) for route in ROUTES]
+_PATTERNS = [(route, _compile(route)) for route in (*ROUTES, *PROTOCOL_ROUTES)]
 
 
 def match_route(method: str, path: str) -> tuple[Route | None, dict[str, str]]:
@@ -211,6 +211,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
         page = self.hub and dev_console.answer(self.command, parts.path, parts.query, self.hub)
         if page:
             self._send(page, started)
+            return
+        if self.hub is not None and dev_protocols.wants_stream(self.command, parts.path, body):
+            self._log(dev_protocols.serve(self, self.bridge, self.hub, body), started)
             return
         if self.hub is not None and wants_stream(
             self.command, urlsplit(self.path).path, self.headers.get("Accept", "")

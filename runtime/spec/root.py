@@ -22,6 +22,7 @@ from runtime.spec.hooks import HookConfig
 from runtime.spec.knowledge import KnowledgeBaseConfig
 from runtime.spec.models import ModelConfig, SpecModel
 from runtime.spec.monitoring import MonitoringSettings
+from runtime.spec.protocols import Protocols
 from runtime.spec.sandbox import CodeExecuteSettings
 from runtime.spec.telemetry import TelemetrySettings
 from runtime.spec.tools import McpServerConfig, ToolConfig
@@ -61,6 +62,9 @@ class Defaults(SpecModel):
     )
     default_tools: bool = Field(
         True, description="Offer builtin get_time_date and list_tools_available to every agent."
+    )
+    protocols: Protocols = Field(
+        default_factory=Protocols, description="A2A / MCP for every agent (off by default)."
     )
 
 
@@ -228,6 +232,12 @@ class AgentfnSpec(SpecModel):
         """This spec, its relative paths starting from `folder` (copies keep it)."""
         self.__dict__["_project"] = folder
         return self
+
+    def serves(self, agent: str, protocol: Literal["a2a", "mcp"]) -> bool:
+        """Whether `agent` is served over `protocol` (its own setting, else the default)."""
+        own = self.agents[agent].protocols
+        setting = getattr(own, protocol) if own is not None else None
+        return bool(getattr(self.defaults.protocols, protocol) if setting is None else setting)
 
     def model_for(self, agent: str) -> str:
         name = self.agents[agent].model or self.defaults.model
