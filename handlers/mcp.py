@@ -6,6 +6,7 @@ answer is what the app sent. The SDK is imported on the first MCP request only."
 from __future__ import annotations
 
 import base64
+from collections.abc import MutableMapping
 from typing import Any
 
 
@@ -63,7 +64,7 @@ async def _serve(event: dict[str, Any], context: Any) -> dict[str, Any]:
         await answered.wait()  # the caller stays until the answer is whole
         return {"type": "http.disconnect"}
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: MutableMapping[str, Any]) -> None:
         nonlocal status, headers
         if message["type"] == "http.response.start":
             status, headers = int(message["status"]), list(message.get("headers") or [])

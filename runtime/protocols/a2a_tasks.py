@@ -25,6 +25,8 @@ from typing import Any
 from a2a.types import a2a_pb2 as pb
 from google.protobuf import json_format, struct_pb2
 
+from runtime.protocols.waiting import waiting_view
+
 STATES = {
     "running": pb.TASK_STATE_WORKING,
     "awaiting_children": pb.TASK_STATE_WORKING,
@@ -36,18 +38,6 @@ STATES = {
 }
 TERMINAL_STATES = frozenset({pb.TASK_STATE_COMPLETED, pb.TASK_STATE_FAILED, pb.TASK_STATE_CANCELED})
 DECISION_KEYS = frozenset({"approved", "reason", "edited_inputs", "tool_call_id"})
-
-
-def waiting_view(result: dict[str, Any]) -> dict[str, Any] | None:
-    """The run (this one, or a child it waits for, depth first) that waits for a person, as
-    its result shows it; None when none does."""
-    if result.get("pending_approval") or result.get("clarification"):
-        return result
-    for child in result.get("children") or []:
-        found = waiting_view(child)
-        if found is not None:
-            return found
-    return None
 
 
 def _data(value: Any) -> pb.Part:

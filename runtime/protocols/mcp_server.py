@@ -18,7 +18,7 @@ from typing import Any
 
 import mcp_types as types
 
-from runtime.protocols.a2a_tasks import waiting_view
+from runtime.protocols.waiting import waiting_view
 
 MAX_WAIT_SECONDS = 25.0  # API Gateway gives up at 29 s
 INPUT_SCHEMA: dict[str, Any] = {
