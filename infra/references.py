@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from infra.checks.protocol_checks import remote_handoff, remote_name_problems
 from infra.hook_checks import is_hook_header
 from infra.issues import RefProblem, did_you_mean, unknown_model
 from infra.issues import mapping as _mapping
@@ -69,6 +70,8 @@ def _check_models(root: dict[str, Any]) -> Iterator[RefProblem]:
 
 def _check_agents(root: dict[str, Any]) -> Iterator[RefProblem]:
     agents = _mapping(root.get("agents"))
+    remote = _mapping(root.get("remote_agents"))
+    yield from remote_name_problems(agents, remote)
     models = _mapping(root.get("models"))
     tools = _mapping(root.get("tools"))
     servers = _mapping(root.get("mcp_servers"))
@@ -101,8 +104,12 @@ def _check_agents(root: dict[str, Any]) -> Iterator[RefProblem]:
                 path = (*path, "agent")
             if sub == name:
                 yield RefProblem(path, "an agent cannot be its own sub-agent")
+            elif isinstance(sub, str) and sub in remote:
+                if _mapping(entry).get("as") != "tool":  # a remote agent answers; it never
+                    yield RefProblem(path, remote_handoff(sub))  # takes the conversation
             elif isinstance(sub, str) and sub not in agents:
-                yield RefProblem(path, f"unknown agent {sub!r}{did_you_mean(sub, agents)}")
+                known = [*agents, *remote]
+                yield RefProblem(path, f"unknown agent {sub!r}{did_you_mean(sub, known)}")
             elif sub in subs:
                 yield RefProblem(path, f"sub-agent {sub!r} is listed twice")
             if not isinstance(sub, str):
@@ -256,6 +263,8 @@ def _resolves_secrets(path: Path_) -> bool:
     a prompt, an argument…)."""
     if len(path) == 4 and path[0] in ("tools", "mcp_servers") and path[2] == "headers":
         return True
+    if len(path) == 5 and path[0] == "remote_agents" and path[2:4] == ("auth", "headers"):
+        return True  # runtime.protocols.a2a_client resolves them per request
     if len(path) == 4 and path[0] == "mcp_servers" and path[2] == "env":
         return True
     if path[:1] == ("mcp_servers",) and path[2:] == ("oauth", "client_secret"):

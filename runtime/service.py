@@ -21,6 +21,7 @@ from typing import Any
 
 from runtime.engine.commits import wait_until
 from runtime.engine.loop import Engine
+from runtime.engine.remote_asks import remote_recheck_seconds
 from runtime.errors import InvalidRequest, RunNotFound, StateConflict, WrongState
 from runtime.executions import Executions
 from runtime.observability import logs
@@ -188,6 +189,11 @@ class RunService(Executions, TeamOrchestration):
         """Record the decision, then resume the waiting execution. A repeated identical
         decision (a retry after a lost answer) resumes it again instead of answering 409. A
         parent waiting for its children passes the decision to the child that waits."""
+        decision = {"approved": approved, "reason": reason, "edited_inputs": edited_inputs}
+        if self.forward_to_remote(
+            run_id, data={k: v for k, v in decision.items() if v is not None}
+        ):
+            return self.engine.result(run_id)
         target = self.decision_target(run_id, "awaiting_approval", tool_call_id)
         head = self._retrying(
             target,
@@ -204,6 +210,8 @@ class RunService(Executions, TeamOrchestration):
         return self.engine.result(run_id)
 
     def reply(self, run_id: str, text: str, *, by: str | None = None) -> dict[str, Any]:
+        if self.forward_to_remote(run_id, text=text):
+            return self.engine.result(run_id)
         target = self.decision_target(run_id, "awaiting_input", None)
         head = self._retrying(target, lambda: self.engine.reply(target, text, by=by))
         self._resume_if_decided(head)
@@ -345,7 +353,8 @@ class RunService(Executions, TeamOrchestration):
         elif head.status == "awaiting_input" and head.clarification is not None:
             ends = [head.clarification.expires_at]
         elif head.status == "awaiting_children":  # a last look before the data expires
-            ends = [wait_until(head, head.expires_at)]
+            recheck = remote_recheck_seconds(self.engine.spec, head) or math.inf  # remote asks
+            ends = [min(wait_until(head, head.expires_at), self.engine.clock.now() + recheck)]
         wait = max(1, math.ceil(ends[0] - self.engine.clock.now())) if ends else 0
         return {
             "run_id": head.run_id,

@@ -63,6 +63,12 @@ def waiting_for_a_person(
 PEOPLE_WAITS = ("awaiting_input", "awaiting_approval")
 
 
+def decision_data(approved: bool, reason: str | None, edited: dict[str, Any] | None) -> Any:
+    """An approval as the data part an A2A task waiting for it takes (runtime.protocols)."""
+    data = {"approved": approved, "reason": reason, "edited_inputs": edited}
+    return {k: v for k, v in data.items() if v is not None}
+
+
 class TeamOrchestration:
     engine: Engine
     stack: Stack
@@ -115,3 +121,27 @@ class TeamOrchestration:
     def function_for(self, head: RunHead) -> str:
         """The function that advances the run next: the agent that has its conversation."""
         return self.stack.function(head.active_agent) or ""
+
+    def forward_to_remote(self, run_id: str, *, data: Any = None, text: str = "") -> bool:
+        """A decision or reply for a run that waits for a remote A2A agent's question (an ask
+        of `remote_agents`) goes to that remote task, and the run is woken to read it again.
+        False when no remote task of the run waits for input (the answer is the run's own)."""
+        import asyncio
+
+        from runtime.protocols.a2a_client import answer
+
+        head = self.engine.store.load_head(run_id)
+        if head.status != "awaiting_children":
+            return False
+        for ref in head.children:
+            remote = ref.remote
+            if remote is None or remote.ended or remote.question is None:
+                continue
+            config = self.engine.spec.remote_agents[ref.agent]
+            kind = "approval" if data is not None else "reply"
+            log.info("run %s: %s forwarded to remote task %s", run_id, kind, remote.task_id)
+            asyncio.run(answer(config, remote, self.engine.secrets(), data=data, text=text))
+            if head.task_token and self.sfn is not None:
+                self._send_success(head.task_token, head)  # type: ignore[attr-defined]
+            return True
+        return False

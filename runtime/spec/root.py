@@ -22,7 +22,7 @@ from runtime.spec.hooks import HookConfig
 from runtime.spec.knowledge import KnowledgeBaseConfig
 from runtime.spec.models import ModelConfig, SpecModel
 from runtime.spec.monitoring import MonitoringSettings
-from runtime.spec.protocols import Protocols
+from runtime.spec.protocols import Protocols, RemoteAgent
 from runtime.spec.sandbox import CodeExecuteSettings
 from runtime.spec.telemetry import TelemetrySettings
 from runtime.spec.tools import McpServerConfig, ToolConfig
@@ -165,6 +165,10 @@ class AgentfnSpec(SpecModel):
         default_factory=list, description="Every agent's hooks, first of all (see docs: Hooks)."
     )
     agents: dict[Name, AgentConfig] = Field(min_length=1)
+    remote_agents: dict[Name, RemoteAgent] = Field(
+        default_factory=dict,
+        description="Agents served elsewhere over A2A, asked as tools (sub_agents, as: tool).",
+    )
     workflows: dict[Name, WorkflowConfig] = Field(
         default_factory=dict, description="Compositions of agent runs (see docs: Workflows)."
     )
@@ -238,6 +242,13 @@ class AgentfnSpec(SpecModel):
         own = self.agents[agent].protocols
         setting = getattr(own, protocol) if own is not None else None
         return bool(getattr(self.defaults.protocols, protocol) if setting is None else setting)
+
+    def description_of(self, agent: str) -> str:
+        """A sub-agent's description: a local agent's, or a remote one's (as the spec says)."""
+        if agent in self.agents:
+            return self.agents[agent].description
+        remote = self.remote_agents[agent]
+        return remote.description or f"the remote A2A agent at {remote.a2a}"
 
     def model_for(self, agent: str) -> str:
         name = self.agents[agent].model or self.defaults.model

@@ -1,0 +1,1 @@
+"""Everything `agentfn validate` runs on a spec."""
