@@ -70,8 +70,7 @@ def _check_models(root: dict[str, Any]) -> Iterator[RefProblem]:
 
 def _check_agents(root: dict[str, Any]) -> Iterator[RefProblem]:
     agents = _mapping(root.get("agents"))
-    remote = _mapping(root.get("remote_agents"))
-    yield from remote_name_problems(agents, remote)
+    yield from remote_name_problems(agents, remote := _mapping(root.get("remote_agents")))
     models = _mapping(root.get("models"))
     tools = _mapping(root.get("tools"))
     servers = _mapping(root.get("mcp_servers"))
@@ -104,12 +103,10 @@ def _check_agents(root: dict[str, Any]) -> Iterator[RefProblem]:
                 path = (*path, "agent")
             if sub == name:
                 yield RefProblem(path, "an agent cannot be its own sub-agent")
-            elif isinstance(sub, str) and sub in remote:
-                if _mapping(entry).get("as") != "tool":  # a remote agent answers; it never
-                    yield RefProblem(path, remote_handoff(sub))  # takes the conversation
-            elif isinstance(sub, str) and sub not in agents:
-                known = [*agents, *remote]
-                yield RefProblem(path, f"unknown agent {sub!r}{did_you_mean(sub, known)}")
+            elif isinstance(sub, str) and sub in remote and _mapping(entry).get("as") != "tool":
+                yield RefProblem(path, remote_handoff(sub))  # a remote agent is only asked
+            elif isinstance(sub, str) and sub not in agents and sub not in remote:
+                yield RefProblem(path, f"unknown agent {sub!r}{did_you_mean(sub, agents)}")
             elif sub in subs:
                 yield RefProblem(path, f"sub-agent {sub!r} is listed twice")
             if not isinstance(sub, str):

@@ -19,9 +19,7 @@ import math
 import time
 from typing import Any
 
-from runtime.engine.commits import wait_until
 from runtime.engine.loop import Engine
-from runtime.engine.remote_asks import remote_recheck_seconds
 from runtime.errors import InvalidRequest, RunNotFound, StateConflict, WrongState
 from runtime.executions import Executions
 from runtime.observability import logs
@@ -353,8 +351,7 @@ class RunService(Executions, TeamOrchestration):
         elif head.status == "awaiting_input" and head.clarification is not None:
             ends = [head.clarification.expires_at]
         elif head.status == "awaiting_children":  # a last look before the data expires
-            recheck = remote_recheck_seconds(self.engine.spec, head) or math.inf  # remote asks
-            ends = [min(wait_until(head, head.expires_at), self.engine.clock.now() + recheck)]
+            ends = [self.children_wait_end(head)]  # or sooner, to look at remote tasks
         wait = max(1, math.ceil(ends[0] - self.engine.clock.now())) if ends else 0
         return {
             "run_id": head.run_id,
@@ -366,12 +363,7 @@ class RunService(Executions, TeamOrchestration):
         }
 
     def _summary(self, head: RunHead) -> dict[str, Any]:
-        return {
-            "run_id": head.run_id,
-            "agent": head.agent,
-            "session_id": head.session_id,
-            "status": head.status,
-        }
+        return {key: getattr(head, key) for key in ("run_id", "agent", "session_id", "status")}
 
     def notify(self, head: RunHead) -> None:
         """EventBridge: approval requested and run finished, so approvers can be notified; a

@@ -122,6 +122,16 @@ class TeamOrchestration:
         """The function that advances the run next: the agent that has its conversation."""
         return self.stack.function(head.active_agent) or ""
 
+    def children_wait_end(self, head: RunHead) -> float:
+        """When a run waiting for its children is looked at again: before its data expires,
+        and every `poll_interval` of the remote A2A tasks it waits for (remote_agents)."""
+        from runtime.engine.commits import wait_until
+        from runtime.engine.remote_asks import remote_recheck_seconds
+
+        recheck = remote_recheck_seconds(self.engine.spec, head)
+        end = wait_until(head, head.expires_at)
+        return end if recheck is None else min(end, self.engine.clock.now() + recheck)
+
     def forward_to_remote(self, run_id: str, *, data: Any = None, text: str = "") -> bool:
         """A decision or reply for a run that waits for a remote A2A agent's question (an ask
         of `remote_agents`) goes to that remote task, and the run is woken to read it again.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from infra.sam import grants, live
+from infra.sam import grants, iam, live
 from infra.sam.access_logs import WHO_CALLED
 from infra.sam.data import IDEMPOTENCY_TABLE
 from infra.sam.intrinsics import ref, sub
@@ -113,6 +113,7 @@ def api_function(spec: AgentfnSpec) -> dict[str, Any]:
                         *grants.api_statements(spec),
                         *live.agent_statements([""]),
                         live.watch_key_statement(),
+                        *iam.remote_answer_statements(spec),
                     ]
                 }
             ],

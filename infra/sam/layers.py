@@ -135,7 +135,8 @@ def api_layers(spec: AgentfnSpec) -> list[Layer]:
     """What the API function takes besides EVERY_FUNCTION's layers."""
     extra = [POWERTOOLS_API]
     extra += [MCP] if serves(spec, "mcp") else []
-    extra += [A2A] if serves(spec, "a2a") else []
+    asks = any(uses_remote_agents(spec, agent) for agent in spec.agents)
+    extra += [A2A] if serves(spec, "a2a") or asks else []  # it forwards decisions to remotes
     return extra
 
 

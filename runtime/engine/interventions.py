@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from runtime.engine.approval import decision_event
+from runtime.engine.remote_asks import remote_view
 from runtime.engine.result import build_result
 from runtime.engine.shortcuts import Shortcuts
 from runtime.engine.state import check_max_turns, pending_calls
@@ -23,7 +24,7 @@ from runtime.errors import InvalidRequest, RunNotFound, WrongState
 from runtime.events import EventType
 from runtime.messages import AssistantMessage, Message, ToolCall, ToolResultMessage
 from runtime.schema_check import SchemaViolation, check
-from runtime.store.base import TERMINAL, ApprovalDecision, RunHead
+from runtime.store.base import TERMINAL, ApprovalDecision, ChildRun, RunHead
 from runtime.tools.builtins import CLARIFY
 from runtime.tools.team import control_of
 
@@ -64,7 +65,10 @@ class Interventions(Shortcuts):
                 return self.answer_pending(waiting, text)
         return None
 
-    def _child_view(self, run_id: str) -> dict[str, Any]:
+    def _child_view(self, ref: ChildRun) -> dict[str, Any]:
+        if ref.remote is not None:  # a remote A2A agent's task (runtime.engine.remote_asks)
+            return remote_view(ref)
+        run_id = ref.run_id
         try:
             child = self.store.load_head(run_id)
         except RunNotFound:

@@ -28,7 +28,6 @@ from runtime.engine.computed_prompt import agent_prompt
 from runtime.engine.cost import call_cost, charged, check_budget, next_call
 from runtime.engine.interventions import Interventions
 from runtime.engine.prompt import FINAL_TURN_NOTE
-from runtime.engine.remote_asks import remote_view
 from runtime.engine.result import build_result
 from runtime.engine.state import answer_text, doom_loop, own_call_ids, pending_calls
 from runtime.engine.team import MovedOn
@@ -205,9 +204,7 @@ class Engine(Interventions):
         head = self.store.load_head(run_id)
         result = build_result(head, self.store.load_messages(head), self.store.blobs)
         if head.children:  # what the children wait for shows on the parent
-            result["children"] = [
-                remote_view(c) if c.remote else self._child_view(c.run_id) for c in head.children
-            ]
+            result["children"] = [self._child_view(c) for c in head.children]
         return result
 
     def force_fail(self, run_id: str, code: str, message: str) -> RunHead:
