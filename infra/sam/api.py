@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from infra.sam import grants, iam, live
+from infra.sam import grants, iam, layers, live
 from infra.sam.access_logs import WHO_CALLED
 from infra.sam.data import IDEMPOTENCY_TABLE
 from infra.sam.intrinsics import ref, sub
@@ -73,7 +73,7 @@ def protocol_routes(spec: AgentfnSpec) -> list[Route]:
     wanted = {
         "A2aAgentCard": any(spec.serves(a, "a2a") for a in spec.agents),
         "A2aRpc": any(spec.serves(a, "a2a") for a in spec.agents),
-        "McpServer": any(spec.serves(a, "mcp") for a in spec.agents),
+        "McpServer": layers.serves(spec, "mcp"),  # agents, and workflows with the default
     }
     return [route for route in PROTOCOL_ROUTES if wanted[route.name]]
 

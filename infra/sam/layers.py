@@ -123,6 +123,8 @@ A2A = Layer(
 
 def serves(spec: AgentfnSpec, protocol: str) -> bool:
     """Whether some agent is served over `protocol` (a2a / mcp): the API takes its SDK."""
+    if protocol == "mcp" and spec.defaults.protocols.mcp and spec.workflows:
+        return True  # its workflows are tools of /mcp too
     return any(spec.serves(agent, protocol) for agent in spec.agents)  # type: ignore[arg-type]
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import mcp_types as types
 
+from runtime.protocols import mcp_workflows
 from runtime.protocols.waiting import waiting_view
 
 MAX_WAIT_SECONDS = 25.0  # API Gateway gives up at 29 s
@@ -139,9 +140,16 @@ def build_server(service: Any, *, time_left: float | None) -> Any:
     deadline = time.monotonic() + (time_left if time_left is not None else 30.0)
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=tools(spec))
+        return types.ListToolsResult(tools=[*tools(spec), *mcp_workflows.tools(spec)])
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        workflow = mcp_workflows.served(spec).get(params.name)
+        if workflow is not None:
+            wait = max(0.0, min(MAX_WAIT_SECONDS, deadline - time.monotonic() - 4))
+            arguments = dict(params.arguments or {})
+            return await anyio.to_thread.run_sync(
+                lambda: mcp_workflows.run(service, workflow, arguments, wait)
+            )
         if params.name not in served(spec):
             return error(f"name: no agent {params.name!r} is served over MCP here")
         arguments = dict(params.arguments or {})

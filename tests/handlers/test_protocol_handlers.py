@@ -210,8 +210,9 @@ def test_mcp_lists_the_agents_and_a_call_runs_one(stack: EmbeddedStack) -> None:
 
     listed = mcp({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}})
     tools = mcp_types.ListToolsResult.model_validate(listed["result"]).tools
-    assert {t.name for t in tools} == set(stack.spec.agents)
-    assert all(t.input_schema["required"] == ["input"] for t in tools)
+    workflows = {f"workflow_{name}" for name in stack.spec.workflows}
+    assert {t.name for t in tools} == set(stack.spec.agents) | workflows
+    assert all(t.input_schema["required"] == ["input"] for t in tools if t.name not in workflows)
 
     called = mcp(
         {
@@ -262,3 +263,37 @@ def test_an_mcp_call_that_waits_for_a_person_names_the_run_and_how_to_decide(
     )
     refused = mcp_types.CallToolResult.model_validate(bad["result"])
     assert refused.is_error and "arguments.extra" in refused.content[0].text  # type: ignore[union-attr]
+
+
+def test_a_workflow_is_a_tool_whose_call_names_the_step_run_that_waits(
+    stack: EmbeddedStack,
+) -> None:
+    import mcp_types
+
+    called = mcp(
+        {
+            "jsonrpc": "2.0",
+            "id": 5,
+            "method": "tools/call",
+            "params": {"name": "workflow_damaged_order", "arguments": {"order_id": "ORD-1001"}},
+        }
+    )
+    result = mcp_types.CallToolResult.model_validate(called["result"])
+    assert not result.is_error and result.structured_content is not None, result
+    (waiting,) = result.structured_content["waiting"]
+    assert waiting["agent"] == "billing" and waiting["status"] == "awaiting_approval"
+    assert f"/runs/{waiting['run_id']}/approval" in result.content[0].text  # type: ignore[union-attr]
+    from handlers.api_workflows import workflows
+
+    workflows().cancel(result.structured_content["workflow_run_id"])
+
+    bad = mcp(
+        {
+            "jsonrpc": "2.0",
+            "id": 6,
+            "method": "tools/call",
+            "params": {"name": "workflow_damaged_order", "arguments": {"order_id": "nope"}},
+        }
+    )
+    refused = mcp_types.CallToolResult.model_validate(bad["result"])
+    assert refused.is_error and "order_id" in refused.content[0].text  # type: ignore[union-attr]
