@@ -40,6 +40,16 @@ models:
     provider: scripted
     script:
       - text: "ORD-1001 was delivered on 2026-11-18."
+  curious-model:
+    provider: scripted
+    script:
+      - tool_calls: [{name: ask_curious_partner, arguments: {task: "Check my order"}}]
+      - text: "Asked."
+  questioning-model:
+    provider: scripted
+    script:
+      - tool_calls: [{name: agent_clarify, arguments: {question: "Which order is it?"}}]
+      - text: "That order is on its way."
   clock-model:
     provider: scripted
     script:
@@ -55,6 +65,10 @@ remote_agents:
     a2a: http://127.0.0.1:{port}/a2a/clock
     allow_private: [127.0.0.1]
     poll_interval: 1s
+  curious_partner:
+    a2a: http://127.0.0.1:{port}/a2a/questioner
+    allow_private: [127.0.0.1]
+    poll_interval: 1s
   blocked:
     a2a: http://127.0.0.1:{port}/a2a/helper
 agents:
@@ -68,6 +82,15 @@ agents:
     system_prompt: You tell the time.
     tools: ["builtin:get_time_date"]
     approval: [{tools: ["builtin:get_time_date"]}]
+  questioner:
+    description: Asks which order.
+    model: questioning-model
+    system_prompt: You ask which order.
+  curious:
+    description: Asks an agent that asks back.
+    model: curious-model
+    system_prompt: You ask the curious partner.
+    sub_agents: [{agent: curious_partner, as: tool}]
   asker:
     description: Asks the partner agent over A2A.
     system_prompt: You ask the partner.
@@ -192,3 +215,33 @@ def test_the_ssrf_guard_refuses_loopback_unless_allowed(tmp_path: Path) -> None:
     seen = asyncio.run(check(metadata, RemoteTask(), "hi", "m-1", lambda ref: ""))
     assert seen.error is not None and "refused" in seen.error
     assert json.dumps(seen.model_dump())  # what the run keeps is plain JSON
+
+
+def test_a_remote_question_is_answered_through_the_asking_runs_a2a_task(dev: Dev) -> None:
+    run_id = start(dev, "curious", "Is my order on its way?")
+
+    def rpc(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        answer: dict[str, Any] = httpx.post(f"{dev.api}/a2a/curious", json=body, timeout=30).json()
+        return answer
+
+    def asking() -> dict[str, Any] | bool:
+        task = rpc("GetTask", {"id": run_id})["result"]
+        return task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED" and task
+
+    task = wait_for(asking, 60.0, "the remote question to surface")
+    assert "Which order is it?" in task["status"]["message"]["parts"][0]["text"]
+    message = {
+        "messageId": "r1",
+        "role": "ROLE_USER",
+        "taskId": run_id,
+        "parts": [{"text": "ORD-1002"}],
+    }
+    answered = rpc("SendMessage", {"message": message})
+    assert "result" in answered, answered
+    done = wait_for(
+        lambda: (r := run(dev, run_id))["status"] in {"succeeded", "failed"} and r, 60.0, "curious"
+    )
+    assert done["status"] == "succeeded", done
+    (ask,) = [c for c in done["tool_calls"] if c["tool_name"] == "ask_curious_partner"]
+    assert ask["output"] == "That order is on its way."
