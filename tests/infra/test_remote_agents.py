@@ -103,12 +103,17 @@ agents:
 """
 
 
+SPEC_PATH: Path | None = None
+
+
 @pytest.fixture(scope="module")
 def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dev]:
     folder = tmp_path_factory.mktemp("remote")
+    global SPEC_PATH
     port, aws_port = _free_port(), _free_port()
     spec = folder / "agents.yaml"
     spec.write_text(SPEC.replace("{port}", str(port)))
+    SPEC_PATH = spec
     out, err = folder / "stdout", folder / "stderr"
     with out.open("w") as stdout, err.open("w") as stderr:
         process = subprocess.Popen(
@@ -245,3 +250,29 @@ def test_a_remote_question_is_answered_through_the_asking_runs_a2a_task(dev: Dev
     assert done["status"] == "succeeded", done
     (ask,) = [c for c in done["tool_calls"] if c["tool_name"] == "ask_curious_partner"]
     assert ask["output"] == "That order is on its way."
+
+
+def test_agentfn_run_in_one_process_waits_for_the_remote_task_itself(dev: Dev) -> None:
+    """No state machine here: the engine looks at the task `poll_interval` apart."""
+    assert SPEC_PATH is not None
+    done = subprocess.run(
+        [
+            *AGENTFN,
+            "run",
+            "-f",
+            str(SPEC_PATH),
+            "asker",
+            "Where is ORD-1001?",
+            "--json",
+            "--offline",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    (ask,) = [c for c in result["tool_calls"] if c["tool_name"] == "ask_partner"]
+    assert ask["output"] == "ORD-1001 was delivered on 2026-11-18."
