@@ -122,6 +122,12 @@ def test_an_approval_is_input_required_and_a_data_part_decides_it(stack: Embedde
     done = send("billing", parts=[{"data": decision}], taskId=task.id, contextId=task.context_id)
     assert done.status.state == pb.TASK_STATE_COMPLETED, done
     assert done.artifacts[0].parts[0].text == "Refund RF-1001 of 189.00 EUR issued."
+    from handlers.api import the_service
+
+    refund = [
+        c for c in the_service().get(task.id)["tool_calls"] if c["tool_name"] == "issue_refund"
+    ]
+    assert refund[0]["decided_by"] == "arn:aws:iam::123456789012:user/tester"  # the signer
 
     finished = rpc(
         "billing",
