@@ -92,8 +92,12 @@ class TeamOrchestration:
         return found.run_id if found is not None else run_id
 
     def cancel_children(self, head: RunHead, by: str | None) -> None:
-        """A cancelled parent cancels every child still running (and theirs)."""
+        """A cancelled parent cancels every child still running (and theirs), remote A2A
+        tasks included (best effort: the remote may refuse or be gone)."""
         for child in head.children:
+            if child.remote is not None:
+                self._cancel_remote(child.agent, child.remote)
+                continue
             with contextlib.suppress(RunNotFound, WrongState):  # not created, or finished
                 self.cancel(child.run_id, by=by)  # type: ignore[attr-defined]
 
@@ -155,3 +159,16 @@ class TeamOrchestration:
                 self._send_success(head.task_token, head)  # type: ignore[attr-defined]
             return True
         return False
+
+    def _cancel_remote(self, agent: str, remote: Any) -> None:
+        import asyncio
+
+        from runtime.protocols.a2a_client import cancel
+
+        if remote.ended or not remote.task_id:
+            return
+        config = self.engine.spec.remote_agents[agent]
+        try:
+            asyncio.run(cancel(config, remote, self.engine.secrets()))
+        except Exception as exc:  # the asking run is cancelled whatever the remote says
+            log.warning("remote task %s not cancelled: %s", remote.task_id, type(exc).__name__)

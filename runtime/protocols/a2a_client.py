@@ -166,3 +166,13 @@ def seen(found: Any, before: RemoteTask) -> RemoteTask:
     elif found.status.state in (pb.TASK_STATE_INPUT_REQUIRED, pb.TASK_STATE_AUTH_REQUIRED):
         update["question"] = {"text": _text(message)[:4000], "data": _data(message.parts)}
     return before.model_copy(update=update)
+
+
+async def cancel(config: RemoteAgent, task: RemoteTask, secrets: Secrets) -> None:
+    """Cancel a remote task (the asking run was cancelled); a task that already ended, or a
+    remote that cannot be reached, is left as it is (said in the log, not raised)."""
+    from a2a.types import a2a_pb2 as pb
+
+    async with _guarded(config, secrets) as http:
+        client = await _client(config, secrets, http)
+        await client.cancel_task(pb.CancelTaskRequest(id=task.task_id))

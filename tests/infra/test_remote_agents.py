@@ -276,3 +276,18 @@ def test_agentfn_run_in_one_process_waits_for_the_remote_task_itself(dev: Dev) -
     result = json.loads(done.stdout)
     (ask,) = [c for c in result["tool_calls"] if c["tool_name"] == "ask_partner"]
     assert ask["output"] == "ORD-1001 was delivered on 2026-11-18."
+
+
+def test_cancelling_the_asking_run_cancels_the_remote_task(dev: Dev) -> None:
+    run_id = start(dev, "careful", "What time is it? (to be cancelled)")
+
+    def remote_task() -> str | bool:
+        body = run(dev, run_id)
+        child = (body.get("children") or [{}])[0]
+        return child.get("status") == "awaiting_approval" and str(child["remote_task_id"])
+
+    task_id = wait_for(remote_task, 60.0, "the remote approval to surface")
+    cancelled = httpx.post(f"{dev.api}/runs/{run_id}/cancel", json={}, timeout=30)
+    assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
+    remote = run(dev, task_id)  # the remote task is a run of the local `clock` agent
+    assert remote["status"] == "cancelled", remote
