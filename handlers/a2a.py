@@ -10,8 +10,9 @@ from handlers.protocols import header, json_answer, public_base
 
 
 def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    from handlers.api import approve, the_service
+    from handlers.api import approve
     from handlers.api_requests import caller_of, time_left
+    from handlers.api_service import the_service
     from runtime.protocols.a2a_rpc import A2aServer, agent_card, card_url
 
     agent = str((event.get("pathParameters") or {}).get("agent") or "")

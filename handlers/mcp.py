@@ -47,8 +47,8 @@ async def _serve(event: dict[str, Any], context: Any) -> dict[str, Any]:
     import anyio
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-    from handlers.api import the_service
     from handlers.api_requests import time_left
+    from handlers.api_service import the_service
     from runtime.protocols.mcp_server import build_server
 
     server = build_server(the_service(), time_left=time_left(context))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from infra.issues import RefProblem
+from infra.checks.issues import RefProblem
 
 
 def remote_handoff(name: str) -> str:

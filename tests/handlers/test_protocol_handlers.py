@@ -11,7 +11,7 @@ from typing import Any
 from a2a.types import a2a_pb2 as pb
 from google.protobuf import json_format
 
-from infra.embedded_stack import EmbeddedStack
+from infra.local.embedded_stack import EmbeddedStack
 from runtime.routes import PROTOCOL_ROUTES
 from tests.handlers.test_handlers import FakeContext, apigw_event
 
