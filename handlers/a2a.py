@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from handlers.protocols import header, json_answer, public_base
+from handlers.protocol_http import header, json_answer, public_base
 
 
 def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    from handlers.api import approve
     from handlers.api_requests import caller_of, time_left
-    from handlers.api_service import the_service
+    from handlers.api_service import approve, the_service
     from runtime.protocols.a2a_rpc import A2aServer, agent_card, card_url
 
     agent = str((event.get("pathParameters") or {}).get("agent") or "")

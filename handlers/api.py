@@ -11,7 +11,6 @@ library only: Powertools and pydantic load when the resolver is built (first req
 init when Lambda initialises ahead of traffic), boto3 and the engine when the RunService is.
 """
 
-import json
 import logging
 import os
 import re
@@ -33,13 +32,12 @@ from handlers.api_requests import (
     too_large_answer,
     unsupported_media,
 )
-from handlers.api_service import the_service
+from handlers.api_service import approve, the_service
 from handlers.protocols import protocol_answer
 from runtime.routes import ROUTES
 
 MAX_WAIT_SECONDS = 25.0  # API Gateway gives up at 29 s
 IDEMPOTENCY_TABLE_ENV = "AGENTFN_IDEMPOTENCY_TABLE"
-EDITED_INPUTS_LIMIT_BYTES = 64 * 1024  # decisions live in the run head (DynamoDB 400 KB)
 PREWARMED = {"provisioned-concurrency", "snap-start"}  # AWS_LAMBDA_INITIALIZATION_TYPE
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
@@ -151,16 +149,6 @@ def _idempotent_start(layer: Any) -> tuple[Any, Callable[..., Answer]]:
     config, start = idempotent(layer, start_once, FirstAnswer(), "StartRun")
     _starter = (layer, config, start)
     return config, start
-
-
-def approve(run_id: str, body: dict[str, Any], by: str) -> dict[str, Any]:
-    from runtime.errors import InvalidRequest
-
-    if len(json.dumps(body.get("edited_inputs"))) > EDITED_INPUTS_LIMIT_BYTES:
-        message = f"edited_inputs must be at most {EDITED_INPUTS_LIMIT_BYTES} bytes as JSON"
-        raise InvalidRequest(message, field="edited_inputs")
-    result: dict[str, Any] = the_service().approve(run_id, **body, by=by)
-    return result
 
 
 def _resolver() -> Handler:

@@ -48,7 +48,12 @@ def requirements(spec: AgentfnSpec) -> list[str]:
 #: The open protocols' code (runtime.protocols, handlers.a2a/mcp): shipped only to a stack
 #: that serves an agent over A2A/MCP or asks a remote agent, so every other function's own
 #: code stays as small as before (it never imports them: their routes do not exist there).
-PROTOCOL_CODE = ("runtime/protocols", "handlers/a2a.py", "handlers/mcp.py")
+PROTOCOL_CODE = (
+    "runtime/protocols",
+    "handlers/a2a.py",
+    "handlers/mcp.py",
+    "handlers/protocol_http.py",
+)
 
 
 def drop_unused_protocols(spec: AgentfnSpec, target: Path) -> None:
