@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Any
 
 from runtime.engine.approval import decision_event
-from runtime.engine.remote_asks import remote_view
 from runtime.engine.result import build_result
 from runtime.engine.shortcuts import Shortcuts
 from runtime.engine.state import check_max_turns, pending_calls
@@ -67,6 +66,8 @@ class Interventions(Shortcuts):
 
     def _child_view(self, ref: ChildRun) -> dict[str, Any]:
         if ref.remote is not None:  # a remote A2A agent's task (runtime.engine.remote_asks)
+            from runtime.protocols.a2a_client import remote_view
+
             return remote_view(ref)
         run_id = ref.run_id
         try:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from runtime.engine.commits import RunCursor
 from runtime.engine.toolrun import error_result
-from runtime.messages import AssistantMessage, ToolCall, ToolResultMessage
+from runtime.messages import ToolCall, ToolResultMessage
 from runtime.store.base import ChildRun, RemoteTask
 
 IN_PROCESS_WAIT_SECONDS = 900.0  # one process waits this long for a remote task at most
@@ -38,6 +38,8 @@ class RemoteAsks:
 
         def secrets(self) -> Any: ...
 
+        def _child_task(self, run: RunCursor, ref: ChildRun) -> str: ...
+
     async def _check_remotes(self, run: RunCursor) -> None:
         from runtime.protocols.a2a_client import check
 
@@ -49,7 +51,7 @@ class RemoteAsks:
                 if ref.remote is None or ref.remote.ended:
                     continue
                 config = self.spec.remote_agents[ref.agent]
-                task = self._ask_text(run, ref)
+                task = self._child_task(run, ref)
                 seen = await check(config, ref.remote, task, ref.run_id, self.secrets())
                 if seen != ref.remote:
                     refs[index] = ref.model_copy(update={"remote": seen})
@@ -67,14 +69,6 @@ class RemoteAsks:
             interval = min(self.spec.remote_agents[r.agent].poll_interval for r in open_)
             await asyncio.sleep(interval)
             waited += interval
-
-    def _ask_text(self, run: RunCursor, ref: ChildRun) -> str:
-        for message in reversed(run.messages):
-            if isinstance(message, AssistantMessage):
-                for call in message.tool_calls:
-                    if call.id == ref.tool_call_id:
-                        return str((call.arguments or {}).get("task") or "")
-        return ""
 
     def _remote_result(
         self, run: RunCursor, call: ToolCall, ref: ChildRun, turn: int
@@ -105,29 +99,3 @@ def remote_recheck_seconds(spec: Any, head: Any) -> int | None:
     if not open_:
         return None
     return int(min(spec.remote_agents[r.agent].poll_interval for r in open_))
-
-
-def remote_view(ref: ChildRun) -> dict[str, Any]:
-    """A remote ask as the asking run's result shows a child: what it waits for, in the
-    shape of a local child's (pending_approval / clarification), so A2A, MCP and the REST
-    API surface it as the run's own question."""
-    task = ref.remote or RemoteTask()
-    out: dict[str, Any] = {
-        "run_id": ref.run_id,
-        "agent": ref.agent,
-        "remote_task_id": task.task_id,
-        "status": "running",
-    }
-    if task.ended:
-        out["status"] = "succeeded" if task.error is None else "failed"
-    elif task.question is not None:
-        data = task.question.get("data") or {}
-        pending = data.get("pending_approval") if isinstance(data, dict) else None
-        if pending:
-            out["status"] = "awaiting_approval"
-            out["pending_approval"] = pending
-        else:
-            out["status"] = "awaiting_input"
-            question = task.question.get("text") or ""
-            out["clarification"] = {"question": question, "tool_call_id": ref.tool_call_id}
-    return out

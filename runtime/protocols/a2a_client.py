@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from runtime.spec.protocols import RemoteAgent
-from runtime.store.base import RemoteTask
+from runtime.store.base import ChildRun, RemoteTask
 
 MAX_ANSWER_CHARS = 50_000  # the answer is kept in the asking run's head until it is recorded
 MAX_FAILURES = 3
@@ -176,3 +176,29 @@ async def cancel(config: RemoteAgent, task: RemoteTask, secrets: Secrets) -> Non
     async with _guarded(config, secrets) as http:
         client = await _client(config, secrets, http)
         await client.cancel_task(pb.CancelTaskRequest(id=task.task_id))
+
+
+def remote_view(ref: ChildRun) -> dict[str, Any]:
+    """A remote ask as the asking run's result shows a child: what it waits for, in the
+    shape of a local child's (pending_approval / clarification), so A2A, MCP and the REST
+    API surface it as the run's own question."""
+    task = ref.remote or RemoteTask()
+    out: dict[str, Any] = {
+        "run_id": ref.run_id,
+        "agent": ref.agent,
+        "remote_task_id": task.task_id,
+        "status": "running",
+    }
+    if task.ended:
+        out["status"] = "succeeded" if task.error is None else "failed"
+    elif task.question is not None:
+        data = task.question.get("data") or {}
+        pending = data.get("pending_approval") if isinstance(data, dict) else None
+        if pending:
+            out["status"] = "awaiting_approval"
+            out["pending_approval"] = pending
+        else:
+            out["status"] = "awaiting_input"
+            question = task.question.get("text") or ""
+            out["clarification"] = {"question": question, "tool_call_id": ref.tool_call_id}
+    return out
