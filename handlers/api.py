@@ -11,7 +11,6 @@ library only: Powertools and pydantic load when the resolver is built (first req
 init when Lambda initialises ahead of traffic), boto3 and the engine when the RunService is.
 """
 
-import json
 import logging
 import os
 import re
@@ -33,12 +32,12 @@ from handlers.api_requests import (
     too_large_answer,
     unsupported_media,
 )
-from handlers.api_service import the_service
+from handlers.api_service import approve, the_service
+from handlers.protocols import protocol_answer
 from runtime.routes import ROUTES
 
 MAX_WAIT_SECONDS = 25.0  # API Gateway gives up at 29 s
 IDEMPOTENCY_TABLE_ENV = "AGENTFN_IDEMPOTENCY_TABLE"
-EDITED_INPUTS_LIMIT_BYTES = 64 * 1024  # decisions live in the run head (DynamoDB 400 KB)
 PREWARMED = {"provisioned-concurrency", "snap-start"}  # AWS_LAMBDA_INITIALIZATION_TYPE
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
@@ -79,7 +78,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return refused
     with observe.invocation(context):  # the run's keys on its lines; metrics at the end
         try:
-            return _resolver()(event, context)
+            return protocol_answer(event, context) or _resolver()(event, context)
         finally:
             from handlers.step import flush_live
 
@@ -152,16 +151,6 @@ def _idempotent_start(layer: Any) -> tuple[Any, Callable[..., Answer]]:
     return config, start
 
 
-def approve(run_id: str, body: dict[str, Any], by: str) -> dict[str, Any]:
-    from runtime.errors import InvalidRequest
-
-    if len(json.dumps(body.get("edited_inputs"))) > EDITED_INPUTS_LIMIT_BYTES:
-        message = f"edited_inputs must be at most {EDITED_INPUTS_LIMIT_BYTES} bytes as JSON"
-        raise InvalidRequest(message, field="edited_inputs")
-    result: dict[str, Any] = the_service().approve(run_id, **body, by=by)
-    return result
-
-
 def _resolver() -> Handler:
     if "resolve" not in _built:
         with _build_lock:
@@ -181,7 +170,7 @@ def container() -> Handler:
     def serve(event: dict[str, Any], ctx: Any) -> dict[str, Any]:
         if too_large(event):
             return too_large_answer()
-        return unsupported_media(event) or resolve(event, ctx)
+        return unsupported_media(event) or protocol_answer(event, ctx) or resolve(event, ctx)
 
     return serve
 

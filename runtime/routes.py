@@ -83,3 +83,12 @@ ROUTES: tuple[Route, ...] = (
     ),
     Route("OpenApi", "GET", "/openapi.json", "This API's OpenAPI document"),
 )
+
+#: The open protocols' routes (runtime.protocols), in the template only when some agent is
+#: served over them (`protocols:`), behind the same auth as the routes above.
+A2A_CARD_PATH = "/.well-known/agent-card.json"  # the A2A SDK's well-known path, per agent
+PROTOCOL_ROUTES: tuple[Route, ...] = (
+    Route("A2aAgentCard", "GET", "/a2a/{agent}" + A2A_CARD_PATH, "An agent's A2A agent card"),
+    Route("A2aRpc", "POST", "/a2a/{agent}", "A2A JSON-RPC: SendMessage, GetTask, CancelTask"),
+    Route("McpServer", "POST", "/mcp", "MCP (streamable HTTP): the agents as tools"),
+)

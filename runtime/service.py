@@ -6,8 +6,7 @@ handed to the agent's state machine, which advances it, waits for people with ta
 and finishes it. Decisions are always recorded in DynamoDB first (the source of truth),
 then the waiting execution is resumed with SendTaskSuccess.
 
-The same class serves the deployed handlers, `agentfn dev` and the tests; AWS clients are
-injected.
+The same class serves the deployed handlers, `agentfn dev` and the tests (clients injected).
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ import math
 import time
 from typing import Any
 
-from runtime.engine.commits import wait_until
 from runtime.engine.loop import Engine
 from runtime.errors import InvalidRequest, RunNotFound, StateConflict, WrongState
 from runtime.executions import Executions
@@ -226,6 +224,11 @@ class RunService(Executions, TeamOrchestration, Notifications):
         """Record the decision, then resume the waiting execution. A repeated identical
         decision (a retry after a lost answer) resumes it again instead of answering 409. A
         parent waiting for its children passes the decision to the child that waits."""
+        decision = {"approved": approved, "reason": reason, "edited_inputs": edited_inputs}
+        if self.forward_to_remote(
+            run_id, data={k: v for k, v in decision.items() if v is not None}
+        ):
+            return self.engine.result(run_id)
         target = self.decision_target(run_id, "awaiting_approval", tool_call_id)
         head = self._retrying(
             target,
@@ -242,6 +245,8 @@ class RunService(Executions, TeamOrchestration, Notifications):
         return self.engine.result(run_id)
 
     def reply(self, run_id: str, text: str, *, by: str | None = None) -> dict[str, Any]:
+        if self.forward_to_remote(run_id, text=text):
+            return self.engine.result(run_id)
         target = self.decision_target(run_id, "awaiting_input", None)
         head = self._retrying(target, lambda: self.engine.reply(target, text, by=by))
         self._resume_if_decided(head)
@@ -382,8 +387,8 @@ class RunService(Executions, TeamOrchestration, Notifications):
             ends = [min(p.expires_at for p in head.pending_approval)]
         elif head.status == "awaiting_input" and head.clarification is not None:
             ends = [head.clarification.expires_at]
-        elif head.status == "awaiting_children":  # a last look before the data expires
-            ends = [wait_until(head, head.expires_at)]
+        elif head.status == "awaiting_children":  # before the data expires, or a remote look
+            ends = [self.children_wait_end(head)]
         wait = max(1, math.ceil(ends[0] - self.engine.clock.now())) if ends else 0
         return {
             "run_id": head.run_id,

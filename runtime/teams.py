@@ -63,6 +63,12 @@ def waiting_for_a_person(
 PEOPLE_WAITS = ("awaiting_input", "awaiting_approval")
 
 
+def decision_data(approved: bool, reason: str | None, edited: dict[str, Any] | None) -> Any:
+    """An approval as the data part an A2A task waiting for it takes (runtime.protocols)."""
+    data = {"approved": approved, "reason": reason, "edited_inputs": edited}
+    return {k: v for k, v in data.items() if v is not None}
+
+
 class TeamOrchestration:
     engine: Engine
     stack: Stack
@@ -86,8 +92,12 @@ class TeamOrchestration:
         return found.run_id if found is not None else run_id
 
     def cancel_children(self, head: RunHead, by: str | None) -> None:
-        """A cancelled parent cancels every child still running (and theirs)."""
+        """A cancelled parent cancels every child still running (and theirs), remote A2A
+        tasks included (best effort: the remote may refuse or be gone)."""
         for child in head.children:
+            if child.remote is not None:
+                self._cancel_remote(child.agent, child.remote)
+                continue
             with contextlib.suppress(RunNotFound, WrongState):  # not created, or finished
                 self.cancel(child.run_id, by=by)  # type: ignore[attr-defined]
 
@@ -115,3 +125,50 @@ class TeamOrchestration:
     def function_for(self, head: RunHead) -> str:
         """The function that advances the run next: the agent that has its conversation."""
         return self.stack.function(head.active_agent) or ""
+
+    def children_wait_end(self, head: RunHead) -> float:
+        """When a run waiting for its children is looked at again: before its data expires,
+        and every `poll_interval` of the remote A2A tasks it waits for (remote_agents)."""
+        from runtime.engine.commits import wait_until
+        from runtime.engine.remote_asks import remote_recheck_seconds
+
+        recheck = remote_recheck_seconds(self.engine.spec, head)
+        end = wait_until(head, head.expires_at)
+        return end if recheck is None else min(end, self.engine.clock.now() + recheck)
+
+    def forward_to_remote(self, run_id: str, *, data: Any = None, text: str = "") -> bool:
+        """A decision or reply for a run that waits for a remote A2A agent's question (an ask
+        of `remote_agents`) goes to that remote task, and the run is woken to read it again.
+        False when no remote task of the run waits for input (the answer is the run's own)."""
+        import asyncio
+
+        from runtime.protocols.a2a_client import answer
+
+        head = self.engine.store.load_head(run_id)
+        if head.status != "awaiting_children":
+            return False
+        for ref in head.children:
+            remote = ref.remote
+            if remote is None or remote.ended or remote.question is None:
+                continue
+            config = self.engine.spec.remote_agents[ref.agent]
+            kind = "approval" if data is not None else "reply"
+            log.info("run %s: %s forwarded to remote task %s", run_id, kind, remote.task_id)
+            asyncio.run(answer(config, remote, self.engine.secrets(), data=data, text=text))
+            if head.task_token and self.sfn is not None:
+                self._send_success(head.task_token, head)  # type: ignore[attr-defined]
+            return True
+        return False
+
+    def _cancel_remote(self, agent: str, remote: Any) -> None:
+        import asyncio
+
+        from runtime.protocols.a2a_client import cancel
+
+        if remote.ended or not remote.task_id:
+            return
+        config = self.engine.spec.remote_agents[agent]
+        try:
+            asyncio.run(cancel(config, remote, self.engine.secrets()))
+        except Exception as exc:  # the asking run is cancelled whatever the remote says
+            log.warning("remote task %s not cancelled: %s", remote.task_id, type(exc).__name__)

@@ -14,6 +14,7 @@ from typing import Any
 
 from infra.checks.issues import RefProblem, did_you_mean, unknown_model
 from infra.checks.issues import mapping as _mapping
+from infra.checks.protocol_checks import remote_handoff, remote_name_problems
 from infra.checks.run_limits import check_run_limits, compaction_model_problems, tool_count_warnings
 from infra.checks.schema_checks import SPEC_REGEX_WORK, check_json_schema
 from infra.checks.tool_refs import (
@@ -69,6 +70,7 @@ def _check_models(root: dict[str, Any]) -> Iterator[RefProblem]:
 
 def _check_agents(root: dict[str, Any]) -> Iterator[RefProblem]:
     agents = _mapping(root.get("agents"))
+    yield from remote_name_problems(agents, remote := _mapping(root.get("remote_agents")))
     models = _mapping(root.get("models"))
     tools = _mapping(root.get("tools"))
     servers = _mapping(root.get("mcp_servers"))
@@ -101,7 +103,9 @@ def _check_agents(root: dict[str, Any]) -> Iterator[RefProblem]:
                 path = (*path, "agent")
             if sub == name:
                 yield RefProblem(path, "an agent cannot be its own sub-agent")
-            elif isinstance(sub, str) and sub not in agents:
+            elif isinstance(sub, str) and sub in remote and _mapping(entry).get("as") != "tool":
+                yield RefProblem(path, remote_handoff(sub))  # a remote agent is only asked
+            elif isinstance(sub, str) and sub not in agents and sub not in remote:
                 yield RefProblem(path, f"unknown agent {sub!r}{did_you_mean(sub, agents)}")
             elif sub in subs:
                 yield RefProblem(path, f"sub-agent {sub!r} is listed twice")
@@ -243,6 +247,8 @@ def _resolves_secrets(path: Path_) -> bool:
     a prompt, an argument…)."""
     if len(path) == 4 and path[0] in ("tools", "mcp_servers") and path[2] == "headers":
         return True
+    if len(path) == 5 and path[0] == "remote_agents" and path[2:4] == ("auth", "headers"):
+        return True  # runtime.protocols.a2a_client resolves them per request
     if len(path) == 4 and path[0] == "mcp_servers" and path[2] == "env":
         return True
     if path[:1] == ("mcp_servers",) and path[2:] == ("oauth", "client_secret"):

@@ -19,11 +19,27 @@ def banner(spec: Any, spec_path: Path, port: int, aws_url: str, state: Path | No
     agent = next(iter(spec.agents))
     about = " ".join(spec.agents[agent].description.split())[:100]
     body = json.dumps({"input": "Hello! What can you do for me?", "wait_seconds": 5})
+    a2a = [name for name in spec.agents if spec.serves(name, "a2a")]
+    mcp = [name for name in spec.agents if spec.serves(name, "mcp")]
+    protocols = (
+        [
+            f"  A2A           {api}/a2a/AGENT   (card: {api}/a2a/{a2a[0]}/.well-known/"
+            f"agent-card.json; {len(a2a)} agents)"
+        ]
+        if a2a
+        else []
+    )
+    protocols += (
+        [f"  MCP           {api}/mcp   (streamable HTTP; {len(mcp)} agents as tools)"]
+        if mcp
+        else []
+    )
     return "\n".join(
         [
             f"agentfn dev · {spec_path.name}: {len(spec.agents)} agents ({', '.join(spec.agents)})",
             f"  console       {api}/   (open it in a browser: start, watch, approve)",
             f"  API           {api}   (stage {STAGE!r}; GET {api}/openapi.json)",
+            *protocols,
             f"  AWS endpoint  {aws_url}   (moto: DynamoDB, S3, Step Functions, Lambda, Events)",
             f"  table         {LOCAL_TABLE}",
             f"  bucket        {LOCAL_BUCKET}",

@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from infra.local.dev_aws import HOST
-from runtime.routes import ROUTES, Route
+from runtime.routes import PROTOCOL_ROUTES, ROUTES, Route
 
 STAGE = "dev"
 
@@ -24,7 +24,7 @@ def _compile(route: Route) -> re.Pattern[str]:
     return re.compile("^" + re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(route.path)))
 
 
-_PATTERNS = [(route, _compile(route)) for route in ROUTES]
+_PATTERNS = [(route, _compile(route)) for route in (*ROUTES, *PROTOCOL_ROUTES)]
 
 
 def match_route(method: str, path: str) -> tuple[Route | None, dict[str, str]]:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from infra.local import dev_console, dev_state
+from infra.local import dev_console, dev_protocols, dev_state
 from infra.local.dev_aws import HOST, LISTEN_BACKLOG, MotoServer
 from infra.local.dev_gateway import proxy_event
 from infra.local.dev_origin import ALLOW_HOSTS_ENV, Refusal, allowed_hosts, api_refusal
@@ -166,6 +166,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
         page = self.hub and dev_console.answer(self.command, parts.path, parts.query, self.hub)
         if page:
             self._send(page, started)
+            return
+        if self.hub is not None and dev_protocols.wants_stream(self.command, parts.path, body):
+            self._log(dev_protocols.serve(self, self.bridge, self.hub, body), started)
             return
         if self.hub is not None and wants_stream(
             self.command, urlsplit(self.path).path, self.headers.get("Accept", "")

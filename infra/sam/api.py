@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from infra.sam import grants, live
+from infra.sam import grants, iam, layers, live
 from infra.sam.access_logs import WHO_CALLED
 from infra.sam.data import IDEMPOTENCY_TABLE
 from infra.sam.intrinsics import ref, sub
-from runtime.routes import ROUTES
+from runtime.routes import PROTOCOL_ROUTES, ROUTES, Route
 from runtime.spec import AgentfnSpec
 
 API = "Api"
@@ -67,6 +67,17 @@ def api(spec: AgentfnSpec) -> dict[str, Any]:
     return {"Type": "AWS::Serverless::Api", "Properties": props}
 
 
+def protocol_routes(spec: AgentfnSpec) -> list[Route]:
+    """The A2A routes when some agent is served over A2A, /mcp when some is over MCP: on
+    the same API, so the stage's auth (IAM by default) guards them as the REST routes."""
+    wanted = {
+        "A2aAgentCard": any(spec.serves(a, "a2a") for a in spec.agents),
+        "A2aRpc": any(spec.serves(a, "a2a") for a in spec.agents),
+        "McpServer": layers.serves(spec, "mcp"),  # agents, and workflows with the default
+    }
+    return [route for route in PROTOCOL_ROUTES if wanted[route.name]]
+
+
 def api_function(spec: AgentfnSpec) -> dict[str, Any]:
     """The function behind every route, with concurrency reserved for it (and capped) by
     default: agent runs share the account's pool and can hold slots for minutes, and the
@@ -80,7 +91,7 @@ def api_function(spec: AgentfnSpec) -> dict[str, Any]:
                 "Method": route.method.lower(),
             },
         }
-        for route in ROUTES
+        for route in (*ROUTES, *protocol_routes(spec))
     }
     function: dict[str, Any] = {
         "Type": "AWS::Serverless::Function",
@@ -102,6 +113,7 @@ def api_function(spec: AgentfnSpec) -> dict[str, Any]:
                         *grants.api_statements(spec),
                         *live.agent_statements([""]),
                         live.watch_key_statement(),
+                        *iam.remote_answer_statements(spec),
                     ]
                 }
             ],

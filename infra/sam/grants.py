@@ -81,7 +81,8 @@ def entry_agents(spec: AgentfnSpec, agent: str) -> list[str]:
 
 def asked_agents(spec: AgentfnSpec, agent: str) -> list[str]:
     """Sub-agents this agent asks as tools: it creates their child runs and reads them."""
-    return [sub.agent for sub in spec.agents[agent].sub_agents if sub.as_ == "tool"]
+    subs = spec.agents[agent].sub_agents
+    return [s.agent for s in subs if s.as_ == "tool" and s.agent in spec.agents]  # not remote
 
 
 def asking_entries(spec: AgentfnSpec, agent: str) -> list[str]:

@@ -56,7 +56,33 @@ def agent_secrets(spec: AgentfnSpec, agent: str) -> list[str]:
             used |= _referenced_secrets(hook.headers)
     if spec.deployment.telemetry is not None:  # the function resolves its exporter's headers
         used |= _referenced_secrets(spec.deployment.telemetry.headers)
+    for sub in spec.agents[agent].sub_agents:  # remote A2A agents it asks: their auth headers
+        if sub.agent in spec.remote_agents:
+            used |= _referenced_secrets(spec.remote_agents[sub.agent].auth.headers)
     return sorted(used)
+
+
+def remote_answer_statements(spec: AgentfnSpec) -> list[dict[str, Any]]:
+    """The API forwards a person's decision to the remote A2A task a run waits for
+    (runtime.teams.forward_to_remote), with that remote agent's auth headers."""
+    used: set[str] = set()
+    for remote in spec.remote_agents.values():
+        used |= _referenced_secrets(remote.auth.headers)
+    arns = [_secret_arn(spec, name) for name in sorted(used)]
+    statements = []
+    for source, actions in (
+        ("secretsmanager", "secretsmanager:GetSecretValue"),
+        ("ssm", ["ssm:GetParameter", "ssm:GetParameters"]),
+    ):
+        found = [arn for kind, arn in arns if kind == source]
+        if found:
+            sid = (
+                "ReadRemoteAgentSecrets"
+                if source == "secretsmanager"
+                else "ReadRemoteAgentParameters"
+            )
+            statements.append({"Sid": sid, "Effect": "Allow", "Action": actions, "Resource": found})
+    return statements
 
 
 def _secret_arn(spec: AgentfnSpec, name: str) -> tuple[str, Any]:

@@ -11,7 +11,10 @@ stack (`BuildMethod: makefile`, infra.sam.layer_build), each function taking onl
 - `PowertoolsApiLayer`: the rest of Powertools the API uses (its REST resolver, validation,
   idempotency), for the API function only: the same distribution split across two layers,
   each file shipped once (Lambda merges every layer into /opt);
-- `McpLayer`: the MCP SDK, for the agents with `mcp:` tools, when some agent has them.
+- `McpLayer`: the MCP SDK, for the agents with `mcp:` tools, when some agent has them, and
+  for the API function when some agent is served over MCP (`protocols: {mcp: true}`);
+- `A2aLayer`: the A2A SDK, for the API function when some agent is served over A2A, and for
+  the agents that ask a remote A2A agent (`remote_agents`);
 - `WebLayer`: markdownify and Beautiful Soup, for the agents with `web_scrape` only.
 - `SqlLayer`: sqlglot, for the agents with `database_query`/`database_write` only.
 - `ToolsLayer`: what the project's `tools/requirements.txt` lists, for the agents with Python
@@ -109,6 +112,35 @@ MCP = Layer(
     lower=DEPENDENCIES.requirements,
 )
 
+A2A = Layer(
+    "A2aLayer",
+    "a2a",
+    "agentfn: the A2A SDK (agents served over A2A, remote A2A agents)",
+    ("a2a-sdk==1.3.0",),
+    lower=DEPENDENCIES.requirements,
+)
+
+
+def serves(spec: AgentfnSpec, protocol: str) -> bool:
+    """Whether some agent is served over `protocol` (a2a / mcp): the API takes its SDK."""
+    if protocol == "mcp" and spec.defaults.protocols.mcp and spec.workflows:
+        return True  # its workflows are tools of /mcp too
+    return any(spec.serves(agent, protocol) for agent in spec.agents)  # type: ignore[arg-type]
+
+
+def uses_remote_agents(spec: AgentfnSpec, agent: str) -> bool:
+    remote = getattr(spec, "remote_agents", None) or {}
+    return any(sub.agent in remote for sub in spec.agents[agent].sub_agents)
+
+
+def api_layers(spec: AgentfnSpec) -> list[Layer]:
+    """What the API function takes besides EVERY_FUNCTION's layers."""
+    extra = [POWERTOOLS_API]
+    extra += [MCP] if serves(spec, "mcp") else []
+    asks = any(uses_remote_agents(spec, agent) for agent in spec.agents)
+    extra += [A2A] if serves(spec, "a2a") or asks else []  # it forwards decisions to remotes
+    return extra
+
 
 SQL = Layer(
     "SqlLayer",
@@ -200,8 +232,10 @@ def uses_mcp(spec: AgentfnSpec, agent: str) -> bool:
 def layers(spec: AgentfnSpec) -> list[Layer]:
     """The stack's layers (the MCP one only when an agent uses MCP)."""
     found = [DEPENDENCIES, POWERTOOLS, POWERTOOLS_API]
-    if any(uses_mcp(spec, agent) for agent in spec.agents):
+    if serves(spec, "mcp") or any(uses_mcp(spec, agent) for agent in spec.agents):
         found.append(MCP)
+    if serves(spec, "a2a") or any(uses_remote_agents(spec, agent) for agent in spec.agents):
+        found.append(A2A)
     if spec.deployment.telemetry is not None:  # runs are traced: agents record spans
         found.append(TELEMETRY)
     if any(uses_databases(spec, agent) for agent in spec.agents):
@@ -217,6 +251,7 @@ def layers(spec: AgentfnSpec) -> list[Layer]:
 def agent_layers(spec: AgentfnSpec, agent: str) -> list[Layer]:
     """What an agent's function takes besides EVERY_FUNCTION's layers (in Globals)."""
     extra = [MCP] if uses_mcp(spec, agent) else []
+    extra += [A2A] if uses_remote_agents(spec, agent) else []
     extra += [SQL] if uses_databases(spec, agent) else []
     extra += [WEB] if uses_scrape(spec, agent) else []
     tools = tools_layer(spec)

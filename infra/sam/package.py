@@ -45,6 +45,30 @@ def requirements(spec: AgentfnSpec) -> list[str]:
     return [r for layer in layers(spec) for r in layer.requirements]
 
 
+#: The open protocols' code (runtime.protocols, handlers.a2a/mcp): shipped only to a stack
+#: that serves an agent over A2A/MCP or asks a remote agent, so every other function's own
+#: code stays as small as before (it never imports them: their routes do not exist there).
+PROTOCOL_CODE = (
+    "runtime/protocols",
+    "handlers/a2a.py",
+    "handlers/mcp.py",
+    "handlers/protocol_http.py",
+)
+
+
+def drop_unused_protocols(spec: AgentfnSpec, target: Path) -> None:
+    from infra.sam.layers import serves
+
+    if serves(spec, "a2a") or serves(spec, "mcp") or spec.remote_agents:
+        return
+    for relative in PROTOCOL_CODE:
+        path = target / relative
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+
+
 def stage_package(
     spec: AgentfnSpec, project_dir: Path, template_dir: Path, runtime_name: str | None = None
 ) -> Path:
@@ -60,6 +84,7 @@ def stage_package(
         source = Path(package.__file__).resolve().parent
         shutil.copytree(source, target / source.name, ignore=_IGNORE)
         names.append(source.name)
+    drop_unused_protocols(spec, target)
     tools = project_dir / spec.tools_package
     if tools.is_dir():
         shutil.copytree(tools, target / spec.tools_package, ignore=_IGNORE)

@@ -100,7 +100,7 @@ def build_template(spec: AgentfnSpec, *, runtime: str | None = None) -> dict[str
     for layer in layers.layers(spec):
         resources[layer.logical_id] = layers.layer_resource(spec, layer, runtime)
     resources[API_FUNCTION] = layers.built_by_makefile(
-        api.api_function(spec), [layers.POWERTOOLS_API]
+        api.api_function(spec), layers.api_layers(spec)
     )
     resources[functions.SWEEPER] = layers.built_by_makefile(functions.sweeper_function(spec), [])
     resources.update(monitoring.resources(spec))  # dashboard and alarms: not per agent

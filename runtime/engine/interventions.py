@@ -23,7 +23,7 @@ from runtime.errors import InvalidRequest, RunNotFound, WrongState
 from runtime.events import EventType
 from runtime.messages import AssistantMessage, Message, ToolCall, ToolResultMessage
 from runtime.safety.schema_check import SchemaViolation, check
-from runtime.store.base import TERMINAL, ApprovalDecision, RunHead
+from runtime.store.base import TERMINAL, ApprovalDecision, ChildRun, RunHead
 from runtime.tools.builtins import CLARIFY
 from runtime.tools.team import control_of
 
@@ -64,7 +64,12 @@ class Interventions(Shortcuts):
                 return self.answer_pending(waiting, text)
         return None
 
-    def _child_view(self, run_id: str) -> dict[str, Any]:
+    def _child_view(self, ref: ChildRun) -> dict[str, Any]:
+        if ref.remote is not None:  # a remote A2A agent's task (runtime.engine.remote_asks)
+            from runtime.protocols.a2a_client import remote_view
+
+            return remote_view(ref)
+        run_id = ref.run_id
         try:
             child = self.store.load_head(run_id)
         except RunNotFound:

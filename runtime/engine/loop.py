@@ -201,7 +201,7 @@ class Engine(Interventions):
         head = self.store.load_head(run_id)
         result = build_result(head, self.store.load_messages(head), self.store.blobs)
         if head.children:  # what the children wait for shows on the parent
-            result["children"] = [self._child_view(c.run_id) for c in head.children]
+            result["children"] = [self._child_view(c) for c in head.children]
         return result
 
     def force_fail(self, run_id: str, code: str, message: str) -> RunHead:

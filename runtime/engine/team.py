@@ -31,6 +31,7 @@ from typing import Any
 from runtime.engine.commits import BudgetSpent, RunCursor
 from runtime.engine.compat import agent_hash
 from runtime.engine.cost import child_budget
+from runtime.engine.remote_asks import RemoteAsks
 from runtime.engine.result import final_result
 from runtime.engine.tool_phase import ToolPhase
 from runtime.engine.toolrun import error_result
@@ -46,7 +47,7 @@ from runtime.messages import (
 )
 from runtime.naming import agent_tag
 from runtime.spec.graph import handoff_paths
-from runtime.store.base import TERMINAL, ChildRun, HelpRequest, RunHead
+from runtime.store.base import TERMINAL, ChildRun, HelpRequest, RemoteTask, RunHead
 from runtime.tools.team import TeamView, team_view
 
 Events = list[tuple[EventType, dict[str, Any]]]
@@ -70,7 +71,7 @@ def child_run_id(parent_run_id: str, call_id: str, agent: str) -> str:
     return agent_tag(agent) + digest[:24]
 
 
-class TeamPhase(ToolPhase):
+class TeamPhase(RemoteAsks, ToolPhase):
     #: When set (a deployed agent function), the agent whose code this engine may run; a run
     #: whose conversation moved to another agent is released for that agent's function.
     scope: str | None
@@ -184,11 +185,13 @@ class TeamPhase(ToolPhase):
             if problem is not None:
                 self._record_result(run, error_result(call, turn, problem), last=False)
                 continue
+            remote = RemoteTask() if target in self.spec.remote_agents else None
             refs.append(
                 ChildRun(
                     tool_call_id=call.id,
                     run_id=child_run_id(run.head.run_id, call.id, target),
                     agent=target,
+                    remote=remote,
                 )
             )
         if not refs:
@@ -256,7 +259,11 @@ class TeamPhase(ToolPhase):
         answers and carry on. Otherwise the run stays `awaiting_children`, released."""
         heads: list[RunHead] = []
         created: list[RunHead] = []
+        if any(ref.remote is not None for ref in run.head.children):
+            await self._check_remotes(run)  # one request each (runtime.engine.remote_asks)
         for ref in run.head.children:
+            if ref.remote is not None:
+                continue
             try:
                 child = self.store.load_head(ref.run_id)
             except RunNotFound:
@@ -272,7 +279,8 @@ class TeamPhase(ToolPhase):
             if moving:
                 await asyncio.gather(*(self.advance(h.run_id) for h in moving))
                 heads = [self.store.load_head(h.run_id) for h in heads]
-        if any(h.status not in TERMINAL for h in heads):
+        remote_open = any(r.remote is not None and not r.remote.ended for r in run.head.children)
+        if remote_open or any(h.status not in TERMINAL for h in heads):
             run.head = self._commit(run.head, [], [], release=True)
             return
         self._record_children(run, heads)
@@ -327,6 +335,15 @@ class TeamPhase(ToolPhase):
             for key in ("cost_by_model", "cost_by_agent"):
                 for name, cost in getattr(child, key).items():
                     costs[key][name] = costs[key].get(name, 0.0) + cost
+        for ref in run.head.children:  # remote asks: their answers, kept on the refs
+            if ref.remote is not None:
+                results.append(self._remote_result(run, calls[ref.tool_call_id], ref, turn))
+                events.append(
+                    (
+                        "child_run_finished",
+                        {"run_id": ref.run_id, "agent": ref.agent, "status": ref.remote.state},
+                    )
+                )
         events.append(("step_completed", {"turn": turn}))
         update = {
             "status": "running",

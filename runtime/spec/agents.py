@@ -10,6 +10,7 @@ from runtime.spec.context import CompactionSettings
 from runtime.spec.databases import DatabaseAccess
 from runtime.spec.hooks import HookConfig
 from runtime.spec.models import SpecModel
+from runtime.spec.protocols import Protocols
 from runtime.spec.tools import PYTHON_HANDLER_RE, ToolFailures
 from runtime.spec.triggers import TriggerConfig
 from runtime.spec.types import Duration, Name
@@ -245,6 +246,9 @@ class AgentConfig(SpecModel):
     )
     # `lambda` is a Python keyword; the alias keeps the YAML natural.
     lambda_: LambdaSettings = Field(default_factory=LambdaSettings, alias="lambda")
+    protocols: Protocols | None = Field(
+        None, description="A2A / MCP for this agent; each key unset follows defaults.protocols."
+    )
 
     @field_validator("system_prompt")
     @classmethod

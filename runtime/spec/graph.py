@@ -13,7 +13,7 @@ def agent_closure(spec: AgentfnSpec, agent: str) -> list[str]:
     stack = [agent]
     while stack:
         name = stack.pop(0)
-        if name not in seen:
+        if name not in seen and name in spec.agents:  # a remote agent runs elsewhere
             seen.append(name)
             stack.extend(sub.agent for sub in spec.agents[name].sub_agents)
     return seen

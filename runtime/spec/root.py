@@ -22,6 +22,7 @@ from runtime.spec.hooks import HookConfig
 from runtime.spec.knowledge import KnowledgeBaseConfig
 from runtime.spec.models import ModelConfig, SpecModel
 from runtime.spec.monitoring import MonitoringSettings
+from runtime.spec.protocols import Protocols, RemoteAgent
 from runtime.spec.sandbox import CodeExecuteSettings
 from runtime.spec.telemetry import TelemetrySettings
 from runtime.spec.tools import McpServerConfig, ToolConfig
@@ -61,6 +62,9 @@ class Defaults(SpecModel):
     )
     default_tools: bool = Field(
         True, description="Offer builtin get_time_date and list_tools_available to every agent."
+    )
+    protocols: Protocols = Field(
+        default_factory=Protocols, description="A2A / MCP for every agent (off by default)."
     )
 
 
@@ -161,6 +165,10 @@ class AgentfnSpec(SpecModel):
         default_factory=list, description="Every agent's hooks, first of all (see docs: Hooks)."
     )
     agents: dict[Name, AgentConfig] = Field(min_length=1)
+    remote_agents: dict[Name, RemoteAgent] = Field(
+        default_factory=dict,
+        description="Agents served elsewhere over A2A, asked as tools (sub_agents, as: tool).",
+    )
     workflows: dict[Name, WorkflowConfig] = Field(
         default_factory=dict, description="Compositions of agent runs (see docs: Workflows)."
     )
@@ -228,6 +236,19 @@ class AgentfnSpec(SpecModel):
         """This spec, its relative paths starting from `folder` (copies keep it)."""
         self.__dict__["_project"] = folder
         return self
+
+    def serves(self, agent: str, protocol: Literal["a2a", "mcp"]) -> bool:
+        """Whether `agent` is served over `protocol` (its own setting, else the default)."""
+        own = self.agents[agent].protocols
+        setting = getattr(own, protocol) if own is not None else None
+        return bool(getattr(self.defaults.protocols, protocol) if setting is None else setting)
+
+    def description_of(self, agent: str) -> str:
+        """A sub-agent's description: a local agent's, or a remote one's (as the spec says)."""
+        if agent in self.agents:
+            return self.agents[agent].description
+        remote = self.remote_agents[agent]
+        return remote.description or f"the remote A2A agent at {remote.a2a}"
 
     def model_for(self, agent: str) -> str:
         name = self.agents[agent].model or self.defaults.model

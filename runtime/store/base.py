@@ -49,13 +49,35 @@ class PendingApproval(BaseModel):
     timeout_seconds: int = 0  # the rule's timeout: picks the state machine's wait state
 
 
+class RemoteTask(BaseModel):
+    """A remote A2A agent's task answering one ask call (runtime.protocols.a2a_client): what
+    the state machine last saw of it. `task_id` is empty until the remote accepted the
+    message; `answer` / `error` once it ended; `question` while it waits for input."""
+
+    model_config = ConfigDict(extra="forbid")
+    task_id: str = ""
+    context_id: str = ""
+    state: str = ""  # the A2A TaskState's name
+    answer: Any = None
+    error: str | None = None
+    question: dict[str, Any] | None = None  # {"text", "data"}: the remote's status message
+    failures: int = 0  # reads in a row that failed (network, 5xx): it ends after a few
+    checked_at: float = 0.0
+
+    @property
+    def ended(self) -> bool:
+        return self.answer is not None or self.error is not None
+
+
 class ChildRun(BaseModel):
-    """A sub-agent asked as a tool: its own run, answering one tool call of this run."""
+    """A sub-agent asked as a tool: its own run, answering one tool call of this run (for a
+    remote A2A agent, `remote` holds its task and `run_id` is only the call's own id)."""
 
     model_config = ConfigDict(extra="forbid")
     tool_call_id: str
     run_id: str
     agent: str
+    remote: RemoteTask | None = None
 
 
 class HelpRequest(BaseModel):

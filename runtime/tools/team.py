@@ -158,7 +158,7 @@ def team_tools(spec: AgentfnSpec, agent: str, *, supervised: bool) -> dict[str, 
     config = spec.agents[agent]
     tools: list[FunctionTool] = []
     for sub in config.sub_agents:
-        description = spec.agents[sub.agent].description
+        description = spec.description_of(sub.agent)
         make = transfer_tool if sub.as_ == "handoff" else ask_tool
         tools.append(make(sub.agent, description))
     if supervised:
@@ -191,7 +191,7 @@ def team_tools(spec: AgentfnSpec, agent: str, *, supervised: bool) -> dict[str, 
 def team_view(spec: AgentfnSpec, entry: str, active: str, supervisor: str | None) -> TeamView:
     config = spec.agents[active]
     members: dict[str, tuple[str, str]] = {
-        sub.agent: (sub.as_, spec.agents[sub.agent].description) for sub in config.sub_agents
+        sub.agent: (sub.as_, spec.description_of(sub.agent)) for sub in config.sub_agents
     }
     intents = [
         {

@@ -610,7 +610,18 @@ def test_the_first_advance_gets_loops_and_function_from_the_handler() -> None:
 
 # ---- cold start ------------------------------------------------------------------------------
 
-HEAVY = ("yaml", "infra", "moto", "jsonschema", "mcp", "httpx", "boto3")
+HEAVY = (
+    "yaml",
+    "infra",
+    "moto",
+    "jsonschema",
+    "mcp",
+    "mcp_types",
+    "a2a",
+    "google",
+    "httpx",
+    "boto3",
+)
 
 
 @pytest.mark.parametrize("module", ["handlers.step", "handlers.api", "handlers.trigger"])

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from infra.sam import layer_build
-from infra.sam.layers import DEPENDENCIES, MCP, POWERTOOLS, POWERTOOLS_API, SQL
+from infra.sam.layers import A2A, DEPENDENCIES, MCP, POWERTOOLS, POWERTOOLS_API, SQL
 from infra.sam.package import stage_package
 from infra.sam.template import build_template
 from runtime.spec import AgentfnSpec
@@ -133,6 +133,7 @@ def test_every_function_takes_the_shared_layer_and_only_the_others_it_uses() -> 
         POWERTOOLS_API.logical_id,
         MCP.logical_id,
         SQL.logical_id,
+        A2A.logical_id,  # the demo serves its agents over A2A and MCP
     }
     for layer in layers:
         assert resources[layer]["Metadata"]["BuildMethod"] == "makefile"
@@ -141,7 +142,8 @@ def test_every_function_takes_the_shared_layer_and_only_the_others_it_uses() -> 
         name: [r["Ref"] for r in f["Properties"].get("Layers", [])] for name, f in functions.items()
     }
     assert extra.pop("AgentShippingFunction") == [MCP.logical_id]  # the one agent with MCP
-    assert extra.pop("ApiFunction") == [POWERTOOLS_API.logical_id]  # its resolver, idempotency
+    # its resolver and idempotency; the MCP and A2A servers (the demo's `protocols`)
+    assert extra.pop("ApiFunction") == [POWERTOOLS_API.logical_id, MCP.logical_id, A2A.logical_id]
     for agent in ("AgentAnalystFunction", "AgentHelpdeskFunction"):  # the database tools'
         assert extra.pop(agent) == [SQL.logical_id]
     assert all(layers == [] for layers in extra.values()), extra
@@ -150,6 +152,7 @@ def test_every_function_takes_the_shared_layer_and_only_the_others_it_uses() -> 
 
 def test_a_spec_without_mcp_has_no_mcp_layer() -> None:
     data = load_spec(DEMO_SPEC).to_compiled()
+    data["defaults"]["protocols"] = {"a2a": None, "mcp": None}  # type: ignore[index]
     for agent in data["agents"].values():  # type: ignore[union-attr]
         agent["tools"] = [t for t in agent["tools"] if not t.startswith("mcp:")]
         agent["approval"] = []

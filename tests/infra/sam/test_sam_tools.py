@@ -108,7 +108,14 @@ def test_sam_build_succeeds_and_packages_only_what_runs(name: str, tmp_path: Pat
     absent = ["infra", "tests", "moto", "cfnlint", "samcli", "pydantic", "mcp", "Makefile"]
     for module in absent:
         assert not (api / module).exists(), module
-    assert _zipped(api) < 1_000_000  # a function's own code
+    from infra.sam.layers import serves
+    from tests.helpers import load_spec
+
+    spec = load_spec(SPECS[name])
+    protocols = serves(spec, "a2a") or serves(spec, "mcp") or bool(spec.remote_agents)
+    assert (api / "runtime" / "protocols").is_dir() == protocols  # shipped only when used
+    # A function's own code: under 1 MB, and 100 KB more with the A2A and MCP servers' code.
+    assert _zipped(api) < 1_000_000 + (100_000 if protocols else 0)
     layers = {
         layer: built / f"{layer}Layer" / "python" for layer in ("Dependencies", "Powertools", "Mcp")
     }
