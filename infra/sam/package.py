@@ -56,12 +56,23 @@ PROTOCOL_CODE = (
 )
 
 
+#: The triggers' code (runtime.triggers, the trigger function): shipped only to a stack whose
+#: agents or workflows declare triggers (nothing else imports it).
+TRIGGER_CODE = ("runtime/triggers", "handlers/trigger.py")
+
+
 def drop_unused_protocols(spec: AgentfnSpec, target: Path) -> None:
+    """Leave out the code of features the spec does not use: the open protocols' and the
+    triggers' (each function's own code is unpacked at every cold start)."""
     from infra.sam.layers import serves
 
-    if serves(spec, "a2a") or serves(spec, "mcp") or spec.remote_agents:
-        return
-    for relative in PROTOCOL_CODE:
+    unused: list[str] = []
+    if not (serves(spec, "a2a") or serves(spec, "mcp") or spec.remote_agents):
+        unused += PROTOCOL_CODE
+    triggered = [*spec.agents.values(), *spec.workflows.values()]
+    if not any(owner.triggers for owner in triggered):
+        unused += TRIGGER_CODE
+    for relative in unused:
         path = target / relative
         if path.is_dir():
             shutil.rmtree(path)
