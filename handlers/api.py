@@ -394,3 +394,9 @@ def _build() -> dict[str, Any]:
 
 if os.environ.get("AWS_LAMBDA_INITIALIZATION_TYPE") in PREWARMED:
     _resolver()
+    from handlers import snapshot
+
+    if snapshot.at_init(__name__):  # deployment.snapstart: the service in the snapshot too
+        from handlers.step import build_service_from_environment
+
+        _service = snapshot.prepare(build_service_from_environment)

@@ -140,3 +140,9 @@ def _handle(service: Any, event: dict[str, Any], context: Any) -> dict[str, Any]
 
 
 MAX_ERROR_CHARS = 1000
+
+if os.environ.get("AWS_LAMBDA_INITIALIZATION_TYPE") == "snap-start":  # deployment.snapstart
+    from handlers import snapshot
+
+    if snapshot.at_init(__name__):
+        _service = snapshot.prepare(build_service_from_environment)

@@ -90,6 +90,14 @@ class Engine(Interventions):
         self.child_starter = child_starter
         self.chunks = chunks
 
+    def renew(self) -> None:
+        """In a copy restored from a snapshot (Lambda SnapStart, handlers.snapshot): its own
+        lease owner (copies sharing one would each take the other's lease for their own)
+        and new clients for models and Lambda tools (the snapshot's connections are gone)."""
+        self.owner = uuid.uuid4().hex
+        self._model_cache.clear()
+        self._lambda = None
+
     # ---- public operations -------------------------------------------------------------
 
     def start(

@@ -288,7 +288,7 @@ def test_runtime_override_and_default(full_spec: AgentfnSpec) -> None:
         == "python3.12"
     )
     # python3.11 has no SnapStart, which the full fixture asks for: refused, not dropped
-    with pytest.raises(ValueError, match="snapstart needs runtime python3.12 or later"):
+    with pytest.raises(ValueError, match=r"snapstart needs runtime python3\.12 or later"):
         build_template(full_spec, runtime="python3.11")
     off = full_spec.model_copy(
         update={"deployment": full_spec.deployment.model_copy(update={"snapstart": False})}
