@@ -42,18 +42,16 @@ class LazyClient:
 
 
 def drop_all() -> None:
-    """Forget every client made (its connections and the credentials it resolved) and start
-    a new default session that keeps botocore's loaded service data: the next use makes a
-    client again in a few milliseconds, with credentials and sockets of its own. For a
-    function restored from a snapshot (handlers.snapshot)."""
+    """Forget every client made (its connections and the credentials it signed with) and
+    the credentials boto3's default session resolved: the next use makes a client again,
+    in a few milliseconds (the session keeps botocore's loaded service data), with
+    credentials and sockets of its own. For a function restored from a snapshot
+    (handlers.snapshot). botocore has no public way to forget a session's credentials;
+    `_credentials` is where `Session.get_credentials` caches them."""
     import boto3
-    import botocore.session
 
     with _lock:
         for client in list(_every):
             client._client = None
-        old = boto3.DEFAULT_SESSION
-        if old is not None:
-            core = botocore.session.get_session()
-            core.register_component("data_loader", old._session.get_component("data_loader"))
-            boto3.setup_default_session(botocore_session=core)
+        if boto3.DEFAULT_SESSION is not None:
+            boto3.DEFAULT_SESSION._session._credentials = None

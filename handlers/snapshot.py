@@ -26,11 +26,13 @@ elsewhere, where nothing is ever restored):
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 from collections.abc import Callable
 from typing import Any
 
+log = logging.getLogger("agentfn.snapshot")
 _renewals: list[Callable[[], None]] = []
 
 
@@ -89,6 +91,33 @@ def prepare(build: Callable[[], Any]) -> Any:
         service = build()
         run_service = getattr(service, "runs", service)  # a WorkflowService wraps one
         run_service.engine.store._ddb.meta, run_service.events.meta  # noqa: B018
+        _import_what_a_step_imports(run_service)
     on_restore(run_service.engine.renew)
     register()
     return service
+
+
+def _import_what_a_step_imports(run_service: Any) -> None:
+    """What a first step would import on its way, imported now: the Logger (Powertools),
+    the thread that runs the engine's event loop, the IDNA codec of botocore's first request,
+    the spec's model providers and this agent's tools (built, then forgotten at restore by
+    Engine.renew: only their modules stay). A model or tool that cannot be built without
+    its secrets or its network is left to the first invocation, as without SnapStart."""
+    import encodings.idna  # noqa: F401
+
+    import runtime.tools.threads  # noqa: F401
+    from handlers import observe
+    from runtime.models.factory import build_model
+
+    observe.logger()
+    engine = run_service.engine
+    for name, config in engine.spec.models.items():
+        try:
+            build_model(name, config, lambda text: text)
+        except Exception:  # the import is done; the model is made again after the restore
+            log.debug("model %s not built at init", name, exc_info=True)
+    if run_service.agent:
+        try:
+            engine._tools(run_service.agent)  # imports its tools' modules
+        except Exception:
+            log.debug("tools of %s not built at init", run_service.agent, exc_info=True)
