@@ -42,10 +42,12 @@ def main(sizes: list[int]) -> None:
         while high - low > 1:
             middle = (low + high) // 2
             template = template_of(write_spec(middle, Path(folder) / f"b{middle}"))
-            fits = limits.expand(template).total() <= limits.RESOURCES
+            fits = not limits.check(template, render(template), middle, 0).errors
             low, high = (middle, high) if fits else (low, middle)
         largest = low
-        print(f"largest stack: {largest} agents (limit: {limits.RESOURCES} resources)")
+        template = template_of(write_spec(largest + 1, Path(folder) / "over"))
+        (binding, *_) = limits.check(template, render(template), largest + 1, 0).errors
+        print(f"largest stack: {largest} agents; one more: {binding}")
 
 
 if __name__ == "__main__":

@@ -203,6 +203,8 @@ def cmd_build(args: argparse.Namespace) -> int:
         f"{f.outputs} of {OUTPUTS} outputs, {f.roles} IAM roles, template "
         f"{f.body_bytes // 1000:,} KB of {TEMPLATE_BYTES // 1000:,} KB"
     )
+    for note in limits.notes:
+        _err(f"note: {note}")
     _err("next: sam validate --lint && sam build && sam deploy --guided")
     return 0
 

@@ -26,6 +26,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from infra.sam import machine_role
+
 RESOURCES = 500
 OUTPUTS = 200
 PARAMETERS = 200
@@ -83,6 +85,7 @@ class LimitReport:
     figures: StackFigures
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # choices build made to fit, said once
 
 
 def expand(template: dict[str, Any]) -> Counter[str]:
@@ -238,6 +241,8 @@ def check(template: dict[str, Any], body: str, agents: int, workflows: int) -> L
                 f"the {what} takes {measured:,} bytes, over CloudFormation's "
                 f"{TEMPLATE_BYTES:,} (1 MB) for a template uploaded to S3 ({size}); {_SPLIT}"
             )
+    if machine_role.shared(template):
+        report.notes.append(machine_role.NOTE.format(agents=agents))
     if f.roles > ACCOUNT_ROLES * ROLE_SHARE_WARNING:
         report.warnings.append(
             f"the stack creates {f.roles} IAM roles; an account has {ACCOUNT_ROLES:,} by "
