@@ -60,8 +60,11 @@ def invoke_arn(spec: AgentfnSpec, function_id: str) -> dict[str, Any]:
 
 
 def invoke_sub(spec: AgentfnSpec, function_id: str) -> str:
-    """The same, as a `${…}` of an Fn::Sub text."""
-    return f"${{{function_id}.Alias}}" if spec.deployment.snapstart else f"${{{function_id}.Arn}}"
+    """The same, as a `${…}` of an Fn::Sub text. SAM resolves `${F.Alias}` there but cfn-lint
+    does not, so this names the alias SAM makes by its logical id (`{F}Alias{ALIAS}`)."""
+    if spec.deployment.snapstart:
+        return f"${{{function_id}Alias{ALIAS}}}"
+    return f"${{{function_id}.Arn}}"
 
 
 def environment(spec: AgentfnSpec) -> dict[str, str]:

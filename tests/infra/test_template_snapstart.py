@@ -5,6 +5,7 @@ no snapshot). Checked on the template CloudFormation would deploy (the real SAM 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import yaml
 
 from infra.naming import agent_function_id, workflow_function_id
 from infra.sam import limits
-from infra.sam.template import build_template
+from infra.sam.template import build_template, render
 from runtime.spec import AgentfnSpec
 from tests.helpers import FULL_SPEC
 from tests.infra.cfn import concrete, role_statements, sam_transform
@@ -139,28 +140,32 @@ def test_counted_as_the_transform_makes_it_and_what_it_costs_the_largest_stack(
 ) -> None:
     """Each published function adds a version and an alias: the counter agrees with the real
     transform, and the largest stack of demo-like agents shrinks (README: Stack size limits)."""
-    from collections import Counter
-
     real = Counter(r["Type"] for r in deployed["Resources"].values())
     assert limits.expand(template) == real
+    counted = limits.figures(template, render(template))
+    size_of_processed = len(json.dumps(deployed, separators=(",", ":")).encode())
+    assert size_of_processed <= counted.processed_bytes <= 1.2 * size_of_processed
     assert real["AWS::Lambda::Version"] == real["AWS::Lambda::Alias"] == len(_snapped(template))
 
-    def count(agents: int, snapstart: bool) -> int:
+    def counted(agents: int, snapstart: bool) -> Counter[str]:
         data = agents_spec(agents)
         data["deployment"] = {"snapstart": snapstart}
         folder = tmp_path / f"{agents}-{snapstart}"
         folder.mkdir(exist_ok=True)
         (folder / "agents.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
-        return limits.expand(template_of(folder / "agents.yaml")).total()
+        return limits.expand(template_of(folder / "agents.yaml"))
 
     def largest(snapstart: bool) -> int:
         low, high = 1, 200
         while high - low > 1:
             middle = (low + high) // 2
-            low, high = (middle, high) if count(middle, snapstart) <= 500 else (low, middle)
+            fits = counted(middle, snapstart).total() <= limits.RESOURCES
+            low, high = (middle, high) if fits else (low, middle)
         return low
 
     off, on = largest(False), largest(True)
     assert on < off
-    assert count(on, True) - count(on, False) == 2 * (on + 2)  # agents, the API, live runs
+    made = counted(on, True)  # a version and an alias for each agent, the API and live runs
+    assert made["AWS::Lambda::Version"] == made["AWS::Lambda::Alias"] == on + 2
+    assert counted(on + 1, True).total() > limits.RESOURCES
     print(f"largest stack: {off} agents without SnapStart, {on} with it")
