@@ -182,6 +182,7 @@ def main() -> None:
     wall["restored"], cpu["restored"] = took(restored)
     wall["restored floor"], cpu["restored floor"] = took(floor)
     print(f"cold start of an agent function, best of {args.tries} ({speed.PY}): wall / CPU time")
+    print("(the verdicts read CPU time: on a shared machine it moves far less than wall time)")
     print("without SnapStart (spawn to done):")
     show = {
         "boto3": "import boto3 alone",
