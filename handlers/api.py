@@ -397,6 +397,4 @@ if os.environ.get("AWS_LAMBDA_INITIALIZATION_TYPE") in PREWARMED:
     from handlers import snapshot
 
     if snapshot.at_init(__name__):  # deployment.snapstart: the service in the snapshot too
-        from handlers.step import build_service_from_environment
-
-        _service = snapshot.prepare(build_service_from_environment)
+        _service = snapshot.prepare(snapshot.run_service)

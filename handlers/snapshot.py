@@ -15,10 +15,10 @@ elsewhere, where nothing is ever restored):
   (runtime.observability.ids) in the same order. uuid4 and `secrets` read the kernel's
   generator at each call, which the restore reseeds;
 - the engine's lease owner id, made when the engine was built: two copies sharing it would
-  each take the other's lease on a run for their own (runtime.engine.loop.Engine.renew);
+  each take the other's lease on a run for their own (Engine.renew, runtime.engine.toolsets);
 - AWS clients: dropped before the snapshot (no socket or credentials in it) and again after
-  the restore, with a new boto3 session that resolves its own credentials and keeps the
-  service data already loaded (handlers.clients.drop_all); model and Lambda-tool clients too;
+  the restore, boto3's session forgetting the credentials it resolved but keeping the
+  service data already loaded (handlers.clients.drop_all); model and tool clients too;
 - secrets read before the snapshot: their cache expires on `time.monotonic()`, which says
   nothing of the time the snapshot spent cached, so the copy reads them again. Nothing else
   keeps a clock reading from init: the clock is read at each use (runtime.clock).
@@ -81,6 +81,13 @@ def register() -> bool:
     return True
 
 
+def run_service() -> Any:
+    """The function's RunService from its environment (handlers.step)."""
+    from handlers.step import build_service_from_environment
+
+    return build_service_from_environment()
+
+
 def prepare(build: Callable[[], Any]) -> Any:
     """The RunService (or what `build` makes) built now, at init, with the engine renewed in
     each restored copy; the DynamoDB and EventBridge clients are made once so botocore's
@@ -118,6 +125,6 @@ def _import_what_a_step_imports(run_service: Any) -> None:
             log.debug("model %s not built at init", name, exc_info=True)
     if run_service.agent:
         try:
-            engine._tools(run_service.agent)  # imports its tools' modules
+            engine.build_tools(run_service.agent)  # imports its tools' modules
         except Exception:
             log.debug("tools of %s not built at init", run_service.agent, exc_info=True)

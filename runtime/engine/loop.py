@@ -90,16 +90,6 @@ class Engine(Interventions):
         self.child_starter = child_starter
         self.chunks = chunks
 
-    def renew(self) -> None:
-        """In a copy restored from a snapshot (Lambda SnapStart, handlers.snapshot): its own
-        lease owner (copies sharing one would each take the other's lease for their own)
-        and new clients for models and tools (the snapshot's connections are gone)."""
-        self.owner = uuid.uuid4().hex
-        self._model_cache.clear()
-        self._toolsets.clear()  # an HTTP tool's client, a Lambda tool's
-        self._specs.clear()
-        self._lambda = None
-
     # ---- public operations -------------------------------------------------------------
 
     def start(

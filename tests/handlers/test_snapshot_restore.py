@@ -172,3 +172,23 @@ def test_without_lambdas_runtime_nothing_is_registered_and_nothing_built() -> No
     out = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True,
                          text=True, check=True).stdout  # fmt: skip
     assert out.split() == ["None", "False"]
+
+
+@pytest.mark.parametrize("module", ["handlers.api", "handlers.workflow", "handlers.live"])
+def test_each_functions_snapstart_init_prepares_once_and_registers_the_hooks(
+    stack: tuple[dict[str, str], Any], module: str
+) -> None:
+    """The API function imports handlers.step too: only the handler's own module prepares,
+    so the service is built once; every published function registers both hooks."""
+    env, _ = stack
+    env = {**env, "_HANDLER": f"{module}.handler", "AGENTFN_WORKFLOW": ""}
+    code = (
+        f"import {module} as entry, handlers.step as step, snapshot_restore_py as rt; "
+        "print(getattr(entry, '_service', None) is not None, "
+        "entry is step or step._service is None, len(rt.before), len(rt.after))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True,
+                         text=True, timeout=120)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    built, once, before, after = out.stdout.split()[-4:]
+    assert (built, once, before, after) == (str(module != "handlers.live"), "True", "1", "1")
