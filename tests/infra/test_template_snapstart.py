@@ -169,3 +169,28 @@ def test_counted_as_the_transform_makes_it_and_what_it_costs_the_largest_stack(
     assert made["AWS::Lambda::Version"] == made["AWS::Lambda::Alias"] == on + 2
     assert counted(on + 1, True).total() > limits.RESOURCES
     print(f"largest stack: {off} agents without SnapStart, {on} with it")
+
+
+def test_the_api_and_a_handoff_reach_the_alias_by_name(
+    deployed: dict[str, Any], full_spec: AgentfnSpec
+) -> None:
+    """The API's inline advance and a handoff name `NAME:live` (runtime.stack, from the
+    functions' environment); the API's role may invoke it (its grant is a prefix)."""
+    from infra.naming import agent_function_id as function_id
+    from runtime.stack import Stack
+    from tests.infra.cfn import allowed
+
+    resolve = concrete(deployed)
+    resources = deployed["Resources"]
+    variables = resolve(resources["ApiFunction"]["Properties"]["Environment"]["Variables"])
+    stack = Stack(
+        function_prefix=variables["AGENTFN_FUNCTION_PREFIX"],
+        function_alias=variables["AGENTFN_FUNCTION_ALIAS"],
+    )
+    api = role_statements(deployed, "ApiFunctionRole")
+    for agent in full_spec.agents:
+        qualified = stack.function(agent)
+        assert qualified is not None and qualified.endswith(":live")
+        arn = resolve({"Fn::GetAtt": [function_id(agent), "Arn"]}) + ":live"
+        assert arn.endswith(qualified)
+        assert allowed(api, "lambda:InvokeFunction", arn), agent
