@@ -40,7 +40,7 @@ os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 
 import speed  # noqa: E402
 
-from infra import layer_build  # noqa: E402
+from infra.sam import layer_build  # noqa: E402
 
 FAKE_RUNTIME = """
 before, after = [], []
@@ -124,8 +124,8 @@ def main() -> None:
     parser.add_argument("--tries", type=int, default=7)
     parser.add_argument("--keep", type=Path, help="build the shipped package here, and keep it")
     args = parser.parse_args()
-    from infra.dev_server import MotoServer, pointed_at
-    from infra.local import LOCAL_BUCKET, LOCAL_TABLE, AwsClients, create_resources
+    from infra.local.aws import LOCAL_BUCKET, LOCAL_TABLE, AwsClients, create_resources
+    from infra.local.dev_server import MotoServer, pointed_at
     from runtime.engine.loop import Engine
     from runtime.spec import load_compiled
 

@@ -118,7 +118,7 @@ def memory_figures(tool: str) -> dict[int, dict[str, float]]:
 
 
 def moto_figures() -> dict[int, dict[str, float]]:
-    from infra.local import embedded_aws
+    from infra.local.aws import embedded_aws
 
     figures: dict[int, dict[str, float]] = {}
     with embedded_aws() as clients:

@@ -232,7 +232,7 @@ def counting() -> Iterator[Ledger]:
 def _transitions(stack: Any) -> int:
     import boto3
 
-    from infra.local import LOCAL_REGION
+    from infra.local.aws import LOCAL_REGION
 
     sfn = boto3.client("stepfunctions", region_name=LOCAL_REGION)
     with quiet():
@@ -306,9 +306,9 @@ SCENARIOS: list[Scenario] = [
 
 
 def measure_runs(runs: int) -> list[dict[str, Any]]:
-    from infra.embedded_stack import EmbeddedStack
-    from infra.local import embedded_aws
-    from infra.validate import validate_file
+    from infra.checks.validate import validate_file
+    from infra.local.aws import embedded_aws
+    from infra.local.embedded_stack import EmbeddedStack
 
     class Events:  # EventBridge's PutEvents, counted like the rest
         def put_events(self, Entries: list[dict[str, Any]]) -> dict[str, Any]:
@@ -421,7 +421,7 @@ def _alarm_metrics(props: dict[str, Any]) -> int:
 def idle_costs(template_path: Path) -> list[tuple[str, str, float]]:
     import yaml
 
-    from infra.validate import validate_file
+    from infra.checks.validate import validate_file
 
     class Loader(yaml.SafeLoader):
         pass

@@ -47,8 +47,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import yaml  # noqa: E402
 
-from infra import layer_build  # noqa: E402
+from infra.sam import layer_build  # noqa: E402
 from infra.sam.layers import DEPENDENCIES  # noqa: E402
+from table import row  # noqa: E402
 
 PY = f"python{sys.version_info.major}.{sys.version_info.minor}"
 FIRST_INVOCATION = """
@@ -112,11 +113,6 @@ print(json.dumps([b - a for a, b in zip(marks, marks[1:])]))
 STAGE_NAMES = ("boto3", "pydantic", "spec models", "engine", "service", "2 clients", "step")
 
 
-def row(label: str, value: str, target: str = "", ok: bool | None = None) -> None:
-    verdict = "" if ok is None else ("  ok" if ok else "  MISSED")
-    print(f"  {label:46} {value:>22}  {target}{verdict}")
-
-
 def agentfn(*args: str, cwd: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     result = subprocess.run(
@@ -164,8 +160,8 @@ def shipped_variants(work: Path) -> dict[str, list[Path]]:
 
 
 def cold_start(tries: int) -> None:
-    from infra.dev_server import MotoServer, pointed_at
-    from infra.local import LOCAL_BUCKET, LOCAL_TABLE, AwsClients, create_resources
+    from infra.local.aws import LOCAL_BUCKET, LOCAL_TABLE, AwsClients, create_resources
+    from infra.local.dev_server import MotoServer, pointed_at
     from runtime.engine.loop import Engine
     from runtime.spec import load_compiled
 
@@ -293,7 +289,7 @@ def package_sizes() -> None:
 def embedded_aws_flat() -> None:
     from loop_overhead import run_once, spec_for
 
-    from infra.local import embedded_aws
+    from infra.local.aws import embedded_aws
 
     print("\n3. the embedded AWS (moto in process): a 200-turn run")
     with embedded_aws() as clients:

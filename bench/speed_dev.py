@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from table import row
 
 ROOT = Path(__file__).resolve().parent.parent
 TERMINAL = {"succeeded", "failed", "cancelled"}
@@ -103,8 +104,6 @@ def connections(port: int, count: int) -> tuple[int, list[str], float]:
 
 
 def dev_server(runs: int) -> None:
-    from speed import row
-
     print(f"\n4. `agentfn dev`: the demo agent `orders` over HTTP, {runs} runs")
     api_port, aws_port = _free_port(), _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "AGENTFN_"))}

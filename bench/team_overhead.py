@@ -98,8 +98,8 @@ def model_calls() -> None:
 
 
 def no_polling() -> None:
-    from infra.embedded_stack import EmbeddedStack
-    from infra.local import embedded_aws
+    from infra.local.aws import embedded_aws
+    from infra.local.embedded_stack import EmbeddedStack
 
     ask = {"tool_calls": [{"name": "ask_researcher", "arguments": {"task": "price?"}}]}
     spec = _spec([ask, {"text": "done"}], [{"text": "unused"}])

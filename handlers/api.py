@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from handlers import observe
+from handlers import api_service, observe
 from handlers.api_requests import (
     IDEMPOTENCY_HEADER,
     MAX_BODY_BYTES,
@@ -33,6 +33,7 @@ from handlers.api_requests import (
     too_large_answer,
     unsupported_media,
 )
+from handlers.api_service import the_service
 from runtime.routes import ROUTES
 
 MAX_WAIT_SECONDS = 25.0  # API Gateway gives up at 29 s
@@ -44,7 +45,6 @@ Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 Answer = tuple[int, dict[str, Any]]
 
 _UNSET: Any = object()
-_service: Any = None
 _idempotency: Any = _UNSET  # a Powertools persistence layer; None: Idempotency-Key ignored
 _starter: Any = None  # (layer, config, idempotent start) for that layer
 _built: dict[str, Any] = {}  # "resolve", "app", then "openapi" once asked for
@@ -57,8 +57,8 @@ def configure(service: Any = None, *, idempotency: Any = _UNSET) -> None:
     Powertools persistence layer for Idempotency-Key records (None: the header is ignored;
     left out: the layer stays as it is, by default the table AGENTFN_IDEMPOTENCY_TABLE
     names, if set)."""
-    global _service, _idempotency, _starter
-    _service = service
+    global _idempotency, _starter
+    api_service.use(service)
     if idempotency is not _UNSET:
         _idempotency, _starter = idempotency, None
 
@@ -89,15 +89,6 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
 def app_context() -> Any:
     """The Lambda context of the request being served (None outside Lambda)."""
     return _built["app"].lambda_context if "app" in _built else None
-
-
-def the_service() -> Any:
-    global _service
-    if _service is None:
-        from handlers.step import build_service_from_environment
-
-        _service = build_service_from_environment()
-    return _service
 
 
 def _idempotency_layer() -> Any:
@@ -183,7 +174,7 @@ def _resolver() -> Handler:
 def container() -> Handler:
     """A handler with a resolver of its own, like another warm container of the function:
     a resolver holds the request it serves, so it serves one at a time (`agentfn dev` serves
-    requests at once, each in a container of its own: infra.dev_concurrency)."""
+    requests at once, each in a container of its own: infra.local.dev_concurrency)."""
     with _build_lock:
         resolve: Handler = _build()["resolve"]
 
@@ -369,7 +360,16 @@ def _build() -> dict[str, Any]:
     from handlers.api_live import session_routes, watch_routes
     from handlers.api_workflows import workflow_routes
 
-    workflow_routes(route, ok, Strict, Name, caller, Key)
+    workflow_routes(
+        route,
+        ok,
+        Strict,
+        Name,
+        caller,
+        Key,
+        idempotency_layer=_idempotency_layer,
+        app_context=app_context,
+    )
     watch_routes(route, Name, owned)
     session_routes(route, ok, Name)
 

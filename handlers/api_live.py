@@ -1,6 +1,6 @@
 """The API's routes about a run's or a session's life beyond its start (registered by
 handlers.api's resolver): watch tokens — the right to watch one run live on the WebSocket API
-(runtime.watch_token), given to whoever may call `GET …/runs/{run_id}/watch-token`, per agent
+(runtime.live.watch_token), given to whoever may call `GET …/runs/{run_id}/watch-token`, per agent
 under the agent's path — and deleting a session on demand (agent-scoped, for per-agent IAM).
 
 No `from __future__ import annotations`: Powertools reads these annotations at run time.
@@ -13,9 +13,9 @@ from pydantic import BaseModel
 
 
 def _secrets() -> Any:
-    from handlers.live import _client
+    from handlers.live import client
 
-    return _client("secretsmanager")
+    return client("secretsmanager")
 
 
 def watch_routes(route: Callable[..., Any], name: Any, owned: Callable[[str, str], str]) -> None:
@@ -27,8 +27,8 @@ def watch_routes(route: Callable[..., Any], name: Any, owned: Callable[[str, str
         expires_at: int
 
     def token_for(run_id: str) -> Response[Any]:
-        from handlers.api import the_service
-        from runtime.watch_token import issue, stack_key
+        from handlers.api_service import the_service
+        from runtime.live.watch_token import issue, stack_key
 
         the_service().engine.store.load_head(run_id)  # 404 for a run that does not exist
         token, expires = issue(stack_key(_secrets), run_id)
@@ -55,6 +55,6 @@ def session_routes(route: Callable[..., Any], ok: Callable[..., Any], name: Any)
 
     @route("DeleteAgentSession", {200: dict[str, Any]}, 400, 404, 409)
     def delete_agent_session(agent: name, session_id: Session) -> Response[Any]:
-        from handlers.api import the_service
+        from handlers.api_service import the_service
 
         return ok(the_service().delete_session(agent, session_id))

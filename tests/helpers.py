@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from infra.validate import validate_file
+from infra.checks.validate import validate_file
 from runtime.spec import AgentfnSpec
 
 ROOT = Path(__file__).resolve().parent.parent

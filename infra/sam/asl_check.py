@@ -1,7 +1,7 @@
 """A structural check of an Amazon States Language definition: what Step Functions refuses at
 deploy time (or a run finds out too late) that cfn-lint, `sam validate` and moto let through.
 
-asl-validator (npm, run by tests/infra/test_asl_validity.py) checks the JSON schema, paths and
+asl-validator (npm, run by tests/infra/sam/test_asl_validity.py) checks the JSON schema, paths and
 duplicate names; this module checks the graph, in plain Python, so `agentfn build` refuses a
 broken definition itself (asl.definition and workflow_asl.definition call `checked`):
 

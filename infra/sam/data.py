@@ -1,6 +1,6 @@
 """The stack's state: the runs' table, the idempotency table and the data bucket.
 
-`infra.local.create_resources` builds the embedded (moto) tables from these same
+`infra.local.aws.create_resources` builds the embedded (moto) tables from these same
 properties, so local and deployed state share one layout.
 """
 

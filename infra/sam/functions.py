@@ -1,7 +1,7 @@
 """Per agent: its Lambda function and its Standard state machine; and the sweeper.
 
 Both of an agent's resources get the fixed physical name `agentfn-{stack8}-{resource name}`
-(infra.naming): the runtime finds them from two prefixes in its environment, and IAM grants
+(infra.sam.naming): the runtime finds them from two prefixes in its environment, and IAM grants
 them by name, so nothing in the template grows with the number of agents except the
 agents' own resources.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from infra.naming import agent_function_id, agent_physical_name
 from infra.sam import asl, grants, iam, live, sandbox, snapstart
 from infra.sam.intrinsics import sub
+from infra.sam.naming import agent_function_id, agent_physical_name
 from runtime.naming import agent_tag
 from runtime.spec import AgentfnSpec
 

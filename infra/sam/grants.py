@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from infra.naming import NAME_PREFIX, agent_function_id, agent_physical_name
 from infra.sam import snapstart
 from infra.sam.data import BUCKET, IDEMPOTENCY_TABLE, SWEEP_INDEX, TABLE
 from infra.sam.intrinsics import arn, get_arn, sub
+from infra.sam.naming import NAME_PREFIX, agent_function_id, agent_physical_name
 from runtime.naming import agent_tag
 from runtime.spec import AgentfnSpec
 from runtime.spec.graph import handoff_paths

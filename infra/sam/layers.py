@@ -2,7 +2,7 @@
 
 Every function's own code zip holds only agentfn's code, the tools package and the compiled
 spec (well under 1 MB). Third-party code is in layers that `sam build` builds once for the
-stack (`BuildMethod: makefile`, infra.layer_build), each function taking only those it uses:
+stack (`BuildMethod: makefile`, infra.sam.layer_build), each function taking only those it uses:
 
 - `DependenciesLayer`: pydantic, httpx, fastjsonschema, what every function imports;
 - `PowertoolsLayer`: aws-lambda-powertools' Logger and Metrics (and what they import), for
@@ -32,8 +32,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from infra.naming import NAME_PREFIX
 from infra.sam.intrinsics import ref, sub
+from infra.sam.naming import NAME_PREFIX
 from runtime.spec import AgentfnSpec
 
 LAYERS_DIR = ".agentfn/layers"

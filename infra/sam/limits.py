@@ -6,7 +6,7 @@ CloudFormation, after `sam build` and an upload; here it fails at build, with it
 The transform is not run (it is the SAM CLI's, in another environment): `expand` counts what
 it makes, rule by rule, from the generated template itself, so whatever a module of
 infra/sam adds is counted as it is. A construct whose expansion is not modelled here raises
-`UnknownExpansion` rather than being guessed; tests/infra/test_stack_limits.py checks the
+`UnknownExpansion` rather than being guessed; tests/infra/sam/test_stack_limits.py checks the
 rules against the real transform (the demo, the full fixture, generated stacks of 1-130
 agents and a catalogue of every modelled construct).
 

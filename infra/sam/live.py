@@ -1,4 +1,4 @@
-"""The WebSocket API that carries live runs when deployed (runtime.live_ws, handlers.live).
+"""The WebSocket API that carries live runs when deployed (runtime.live.live_ws, handlers.live).
 
 API Gateway's WebSocket API, IAM-authorized on `$connect` (unless `deployment.api_auth` is
 `none`, like the REST API); routes `subscribe`,
@@ -6,7 +6,7 @@ API Gateway's WebSocket API, IAM-authorized on `$connect` (unless `deployment.ap
 watch items; each agent function posts its runs' events and chunks to the watchers it finds
 (`execute-api:ManageConnections` on this API's stage only, `WATCH#` items of its own runs
 only). The stage is `live`; its URL is the `LiveUrl` output. `subscribe` needs a watch token
-(runtime.watch_token) from the REST API, signed with `LiveWatchKey`: a secret the stack
+(runtime.live.watch_token) from the REST API, signed with `LiveWatchKey`: a secret the stack
 generates (Secrets Manager), read by the API and live functions only.
 With `deployment.access_logs`
 the stage writes one JSON line per connect, message and disconnect to its own log group
@@ -24,8 +24,8 @@ from infra.sam.access_logs import WHO_CALLED
 from infra.sam.data import TABLE
 from infra.sam.grants import allow, leading_keys
 from infra.sam.intrinsics import arn, get_arn, ref, sub
+from runtime.live.watch_token import KEY_SECRET_ENV
 from runtime.spec import AgentfnSpec
-from runtime.watch_token import KEY_SECRET_ENV
 
 LIVE_API = "LiveApi"
 LIVE_FUNCTION = "LiveFunction"

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from infra.naming import NAME_PREFIX, agent_state_machine_id
 from infra.sam.intrinsics import get_arn, ref, sub
+from infra.sam.naming import NAME_PREFIX, agent_state_machine_id
 from infra.sam.state_logs import LOG_DELIVERY_POLICY
 from runtime.spec import AgentfnSpec
 
@@ -49,7 +49,8 @@ NOTE = (
 def shared_role(spec: AgentfnSpec) -> dict[str, Any]:
     account = ref("AWS::AccountId")
     functions = sub(
-        "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:" + NAME_PREFIX
+        "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:"
+        + NAME_PREFIX
         + "*"
     )
     machines = sub(

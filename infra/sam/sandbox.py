@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from infra.naming import NAME_PREFIX
 from infra.sam.intrinsics import get_arn, sub
+from infra.sam.naming import NAME_PREFIX
 from runtime.spec import AgentfnSpec
 
 SANDBOX = "SandboxFunction"

@@ -27,14 +27,6 @@ from typing import Any
 
 import yaml
 
-from infra.naming import (
-    NAME_PREFIX,
-    agent_function_id,
-    agent_state_machine_id,
-    logical_id,
-    workflow_function_id,
-    workflow_state_machine_id,
-)
 from infra.sam import (
     api,
     asl,
@@ -56,6 +48,14 @@ from infra.sam import (
 from infra.sam.api import ACCESS_LOGS, API, API_FUNCTION
 from infra.sam.data import BUCKET, IDEMPOTENCY_TABLE, TABLE, table_resource
 from infra.sam.intrinsics import STACK8, arn, ref, sub
+from infra.sam.naming import (
+    NAME_PREFIX,
+    agent_function_id,
+    agent_state_machine_id,
+    logical_id,
+    workflow_function_id,
+    workflow_state_machine_id,
+)
 from runtime.naming import agent_resource_name, agent_tag
 from runtime.spec import AgentfnSpec
 
@@ -71,7 +71,7 @@ DEFINITIONS_INLINE_LIMIT = 200_000
 def definition_files(spec: AgentfnSpec) -> dict[str, dict[str, Any]]:
     """Path relative to the template → state machine definition (every agent's and
     workflow's), for the definitions that go to files; empty while they fit inline.
-    Written by infra.package.stage_package."""
+    Written by infra.sam.package.stage_package."""
     definitions = {agent_state_machine_id(a): asl.definition(spec, a) for a in spec.agents}
     for workflow in spec.workflows:
         definitions[workflow_state_machine_id(workflow)] = workflow_asl.definition(spec, workflow)

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from infra.naming import (
-    agent_physical_name,
-    workflow_function_id,
-    workflow_physical_name,
-)
 from infra.sam import snapstart, workflow_asl
 from infra.sam.data import BUCKET, TABLE
 from infra.sam.grants import allow
 from infra.sam.iam import model_statements
 from infra.sam.intrinsics import arn, get_arn, sub
+from infra.sam.naming import (
+    agent_physical_name,
+    workflow_function_id,
+    workflow_physical_name,
+)
 from runtime.naming import agent_tag
 from runtime.spec import AgentfnSpec
 from runtime.workflows.records import workflow_tag

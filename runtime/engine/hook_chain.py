@@ -228,7 +228,7 @@ def schema_problem(schema: dict[str, Any] | None, value: Any) -> str | None:
     """Why a hook's replacement does not fit the schema it must (None: it does)."""
     if schema is None:
         return None
-    from runtime.schema_check import SchemaViolation, check
+    from runtime.safety.schema_check import SchemaViolation, check
 
     try:
         check(schema, value)

@@ -22,7 +22,7 @@ from runtime.engine.toolrun import error_result
 from runtime.errors import InvalidRequest, RunNotFound, WrongState
 from runtime.events import EventType
 from runtime.messages import AssistantMessage, Message, ToolCall, ToolResultMessage
-from runtime.schema_check import SchemaViolation, check
+from runtime.safety.schema_check import SchemaViolation, check
 from runtime.store.base import TERMINAL, ApprovalDecision, RunHead
 from runtime.tools.builtins import CLARIFY
 from runtime.tools.team import control_of

@@ -68,7 +68,7 @@ class Engine(Interventions):
         lambda_client: Any = None,  # () -> boto3 Lambda client, for Lambda tools
         scope: str | None = None,  # a deployed agent function: the agent it may run
         child_starter: Any = None,  # (child head) -> None: starts a child's execution
-        chunks: Any = None,  # runtime.live.ChunkListener: the answer's text as it streams
+        chunks: Any = None,  # runtime.live.live.ChunkListener: the answer's text as it streams
     ):
         self.spec = spec
         self.store = store

@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from runtime.schema_check import SchemaViolation, check
+from runtime.safety.schema_check import SchemaViolation, check
 
 _FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*\s*\n(.*?)\n?```\s*$", re.S)
 

@@ -95,7 +95,7 @@ class Shortcuts(TeamPhase):
         schema = self.spec.agents[head.agent].output_schema
         if schema is None:
             return True
-        from runtime.schema_check import SchemaViolation, check
+        from runtime.safety.schema_check import SchemaViolation, check
 
         try:
             check(schema, value)

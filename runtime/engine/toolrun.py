@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from runtime.messages import ImagePart, ToolCall, ToolResultMessage
-from runtime.schema_check import SchemaViolation, check
+from runtime.safety.schema_check import SchemaViolation, check
 from runtime.store.base import BlobStore
 from runtime.tools.base import RichOutput, Tool, ToolContext, ToolError
 

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 class Traced:
     _tracer: RunTracer | None
     clock: Clock
-    chunks: Any  # runtime.live.ChunkListener | None
+    chunks: Any  # runtime.live.live.ChunkListener | None
 
     def _models_for(self, run: RunCursor) -> list[tuple[Model, Any]]:
         raise NotImplementedError  # runtime.engine.loop
@@ -35,7 +35,7 @@ class Traced:
         """Ask the agent's model, with its retries and fallbacks (inside a `chat` span when
         traced), streaming its text to the chunk listener when there is one."""
         if self.chunks is not None and request.purpose == "answer":
-            from runtime.live import ChunkSink
+            from runtime.live.live import ChunkSink
 
             sink = ChunkSink(self.chunks, run.head.run_id, run.agent, request.turn)
             request = replace(request, on_text=sink)

@@ -47,7 +47,7 @@ async def request_with_fallbacks(
         for attempt in range(settings.max_attempts):
             try:
                 attempt_request = request if attempt == 0 else replace(request, attempt=attempt)
-                tag = getattr(request.on_text, "for_attempt", None)  # runtime.live.ChunkSink
+                tag = getattr(request.on_text, "for_attempt", None)  # runtime.live.live.ChunkSink
                 if tag is not None:  # watchers learn which model and attempt is writing
                     attempt_request = replace(attempt_request, on_text=tag(model.name, attempt))
                 return model, await request_with_tool_support(model, attempt_request)

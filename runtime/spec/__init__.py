@@ -1,7 +1,7 @@
 """The agents.yaml contract as pydantic models (structure and per-field rules).
 
 Cross-references (a tool an agent names exists, no sub-agent cycles, ...) are checked at
-build time by `infra.validate`; the runtime trusts the compiled spec it ships with
+build time by `infra.checks.validate`; the runtime trusts the compiled spec it ships with
 (runtime.spec.trusted).
 
 These modules do without `from __future__ import annotations`: pydantic would evaluate every

@@ -3,7 +3,7 @@
 An environment names entries of `models`, `secrets` and `mcp_servers` that replace the
 top-level entries of the same name, whole (a model switching provider changes every key
 anyway), or add new ones. `agentfn build/run/dev --env NAME` (or `AGENTFN_ENV`) resolves it
-before validation (infra.environments), so what is validated, hashed and compiled into the
+before validation (infra.checks.environments), so what is validated, hashed and compiled into the
 Lambda package is the resolved spec, and no function ever sees another environment. Other
 sections stay shared: an agent's prompt, tools and limits are the same wherever it runs.
 

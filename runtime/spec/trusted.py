@@ -9,7 +9,7 @@ is built only if something later validates or dumps it; `spec_hash`, which dumps
 spec, is read from the same JSON instead (runtime.spec.root.load_compiled).
 
 It trusts its input: a value of the wrong shape is not reported, it is kept as it is. The
-trust is earned at build time (`infra.validate`) and checked by the tests: every spec any
+trust is earned at build time (`infra.checks.validate`) and checked by the tests: every spec any
 test validates is loaded this way too and must equal what validation gave (tests/conftest.py),
 and one spec holds every kind of section (tests/runtime/spec/test_trusted_load.py). A union
 of models is decided by the members' `Literal` fields (every spec union is discriminated by

@@ -5,7 +5,7 @@ whose every step is a real agent run (its own id, events, approvals). Inputs of 
 rendered from the workflow's input and earlier steps' results with a small template language
 (runtime/workflows/template.py): `{ticket}`, `{classify.category}`, `{item}`; conditions
 (`when`, `until`) compare such references with literals — nothing is ever executed.
-Which references resolve is checked at validation (infra/workflow_checks.py).
+Which references resolve is checked at validation (infra/checks/workflow_checks.py).
 """
 
 from typing import Any, Literal, Self

@@ -22,7 +22,7 @@ from runtime.errors import ModelError
 from runtime.messages import UserMessage
 from runtime.models.base import ModelRequest
 from runtime.models.retry import request_with_fallbacks
-from runtime.schema_check import SchemaViolation, check
+from runtime.safety.schema_check import SchemaViolation, check
 from runtime.spec.workflows import LlmStep
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from runtime.errors import InvalidRequest, RunNotFound, StateConflict, WrongState
-from runtime.schema_check import SchemaViolation, check
+from runtime.safety.schema_check import SchemaViolation, check
 from runtime.spec.workflows import WorkflowConfig, WorkflowStep
 from runtime.workflows.records import (
     MAX_INPUT_CHARS,

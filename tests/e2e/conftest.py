@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from infra.embedded_stack import EmbeddedStack
-from infra.local import embedded_aws
+from infra.local.aws import embedded_aws
+from infra.local.embedded_stack import EmbeddedStack
 from tests.e2e.test_durability import DEMO
 from tests.helpers import ROOT
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from infra.embedded_stack import EmbeddedStack
-from infra.local import embedded_aws
-from infra.validate import validate_file
+from infra.checks.validate import validate_file
+from infra.local.aws import embedded_aws
+from infra.local.embedded_stack import EmbeddedStack
 from runtime.errors import InvalidRequest
 from runtime.service import RunService
 from runtime.spec import AgentfnSpec

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from infra.embedded_stack import EmbeddedStack
-from infra.local import embedded_aws
-from infra.local_lambda import register
+from infra.local.aws import embedded_aws
+from infra.local.embedded_stack import EmbeddedStack
+from infra.local.local_lambda import register
 from runtime.spec import AgentfnSpec
 from tests.e2e.test_state_machines import DEMO, _finished, _paused
 

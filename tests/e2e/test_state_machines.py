@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from infra.embedded_stack import EmbeddedStack
-from infra.local import embedded_aws
-from infra.validate import validate_file
+from infra.checks.validate import validate_file
+from infra.local.aws import embedded_aws
+from infra.local.embedded_stack import EmbeddedStack
 from runtime.spec import AgentfnSpec
 from runtime.store.base import Commit
 from tests.helpers import DEMO_SPEC, ROOT, wait_for

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from infra.embedded_stack import EmbeddedStack
+from infra.local.embedded_stack import EmbeddedStack
 from runtime.sweeper import MAX_SWEEPS, Sweeper
 from tests.e2e.test_durability import (
     FlakySfn,

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from infra.embedded_stack import EmbeddedStack
-from infra.local import embedded_aws
+from infra.local.aws import embedded_aws
+from infra.local.embedded_stack import EmbeddedStack
 from runtime.spec import AgentfnSpec
 from tests.helpers import wait_for
 from tests.runtime.engine.kit import TOOLS

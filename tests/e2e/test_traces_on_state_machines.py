@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from infra.embedded_stack import EmbeddedStack
-from infra.local import embedded_aws
+from infra.local.aws import embedded_aws
+from infra.local.embedded_stack import EmbeddedStack
 from runtime.observability import otel
 from runtime.spec import AgentfnSpec
 from tests.e2e.test_state_machines import DEMO, RecordingEvents, _finished, _paused

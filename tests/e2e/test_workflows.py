@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from infra.embedded_stack import EmbeddedStack
-from infra.local import embedded_aws
+from infra.local.aws import embedded_aws
+from infra.local.embedded_stack import EmbeddedStack
 from runtime.errors import InvalidRequest
 from runtime.workflows.service import WorkflowService
 from tests.e2e.workflow_specs import workflow_spec

@@ -9,8 +9,8 @@ from typing import Any
 import boto3
 import pytest
 
-from infra.embedded_stack import EmbeddedStack
-from infra.local import LOCAL_REGION, embedded_aws
+from infra.local.aws import LOCAL_REGION, embedded_aws
+from infra.local.embedded_stack import EmbeddedStack
 from runtime.spec import AgentfnSpec
 from tests.helpers import ROOT
 
@@ -38,7 +38,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     import secrets
 
     import handlers.live
-    from runtime import watch_token
+    from runtime.live import watch_token
 
     with embedded_aws() as clients:
         monkeypatch.setenv("AGENTFN_TABLE", clients.table)

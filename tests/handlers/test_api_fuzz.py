@@ -113,7 +113,7 @@ def watch_key() -> Iterator[None]:
     from moto import mock_aws
 
     import handlers.live
-    from runtime.watch_token import KEY_SECRET_ENV
+    from runtime.live.watch_token import KEY_SECRET_ENV
 
     saved = os.environ.get(KEY_SECRET_ENV)
     handlers.live._clients.clear()

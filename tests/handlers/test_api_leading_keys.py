@@ -14,8 +14,8 @@ from typing import Any
 import botocore.client
 import pytest
 
-from infra.embedded_stack import EmbeddedStack
-from infra.local import LOCAL_IDEMPOTENCY_TABLE
+from infra.local.aws import LOCAL_IDEMPOTENCY_TABLE
+from infra.local.embedded_stack import EmbeddedStack
 from infra.sam.template import build_template
 from runtime.spec import AgentfnSpec
 from tests.handlers.test_handlers import call, poll, run_status

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from infra.embedded_stack import EmbeddedStack
-from infra.local import LOCAL_IDEMPOTENCY_TABLE
+from infra.local.aws import LOCAL_IDEMPOTENCY_TABLE
+from infra.local.embedded_stack import EmbeddedStack
 from runtime.routes import ROUTES
 from tests.helpers import ROOT
 
@@ -594,7 +594,7 @@ def test_the_first_advance_gets_loops_and_function_from_the_handler() -> None:
     the handler supplies `loops` 0 and the function it was invoked by; a later task's values
     are kept."""
     from handlers.step import with_defaults
-    from infra.local_lambda import LocalContext
+    from infra.local.local_lambda import LocalContext
 
     context = LocalContext("agentfn-local-orders")
     first = {"action": "advance", "run_id": "r"}

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import handlers.step
-from infra.local import LOCAL_BUCKET, LOCAL_TABLE, embedded_aws
+from infra.local.aws import LOCAL_BUCKET, LOCAL_TABLE, embedded_aws
 from runtime.engine.loop import Engine
 from runtime.spec import AgentfnSpec
 

@@ -21,15 +21,15 @@ import pytest
 
 import handlers.api
 import handlers.live
-from infra.local import LOCAL_REGION, Serialized
+from infra.local.aws import LOCAL_REGION, Serialized
 from infra.sam import live
 from infra.sam.template import build_template
 from runtime.engine.loop import Engine
-from runtime.live_ws import WebSocketPublisher
+from runtime.live.live_ws import WebSocketPublisher
+from runtime.live.watch_token import issue
 from runtime.service import RunService
 from runtime.spec import AgentfnSpec
 from runtime.stack import Stack
-from runtime.watch_token import issue
 from tests.handlers.test_handlers import FakeContext, apigw_event, route_of
 from tests.handlers.test_live_ws import (
     ENDPOINT,
@@ -107,7 +107,7 @@ def test_a_connection_without_the_runs_token_watches_nothing(aws: Any) -> None:
 
 
 def _key() -> bytes:
-    from runtime.watch_token import stack_key
+    from runtime.live.watch_token import stack_key
 
     return stack_key(lambda: boto3.client("secretsmanager"))
 
@@ -177,7 +177,7 @@ def test_a_burst_of_subscribes_on_one_connection_stays_within_the_cap(
     to DynamoDB is atomic (Serialized), the handlers interleave between them."""
     monkeypatch.setattr(handlers.live, "MAX_SUBSCRIPTIONS", 3)
     clients: dict[str, Any] = {}
-    monkeypatch.setattr(handlers.live, "_client", lambda name, **options: clients.setdefault(name, Serialized(boto3.client(name, **options))))  # fmt: skip
+    monkeypatch.setattr(handlers.live, "client", lambda name, **options: clients.setdefault(name, Serialized(boto3.client(name, **options))))  # fmt: skip
     engine, _ = engine_on(aws)
     runs = [engine.start("a", f"order {n}").run_id for n in range(10)]
     bodies = [subscribe(run_id) for run_id in runs]
@@ -224,7 +224,7 @@ def test_every_page_of_watches_is_found_on_disconnect_and_by_the_publisher(
     def client(name: str, **options: Any) -> Any:
         return paged if name == "dynamodb" else boto3.client(name, region_name=LOCAL_REGION, **options)  # fmt: skip
 
-    monkeypatch.setattr(handlers.live, "_client", client)
+    monkeypatch.setattr(handlers.live, "client", client)
     engine, _ = engine_on(aws)
     run_id = engine.start("a", "where is ORD-1?").run_id
     # a connection that collected many watches (left by earlier deployments, before the cap)

@@ -17,11 +17,11 @@ from typing import Any
 import boto3
 
 import handlers.live
-from infra.local import LOCAL_REGION
+from infra.local.aws import LOCAL_REGION
 from infra.sam import live
 from infra.sam.template import build_template
 from runtime.engine.loop import Engine
-from runtime.live_ws import WebSocketPublisher
+from runtime.live.live_ws import WebSocketPublisher
 from runtime.spec import AgentfnSpec
 from tests.helpers import DEMO_SPEC, load_spec
 from tests.infra.cfn import function_statements
@@ -52,7 +52,7 @@ def ws_event(route: str, connection: str, body: dict[str, Any] | None = None) ->
 
 def token_for(run_id: str) -> str:
     """A watch token signed with the stack's key (the REST route's own: test_live_rights)."""
-    from runtime.watch_token import issue, stack_key
+    from runtime.live.watch_token import issue, stack_key
 
     return issue(stack_key(lambda: boto3.client("secretsmanager")), run_id)[0]
 

@@ -4,7 +4,7 @@ session."""
 
 from __future__ import annotations
 
-from infra.embedded_stack import EmbeddedStack
+from infra.local.embedded_stack import EmbeddedStack
 from tests.handlers.test_handlers import call, run_status, table_items
 
 

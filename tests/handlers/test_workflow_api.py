@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from infra.embedded_stack import EmbeddedStack
+from infra.local.embedded_stack import EmbeddedStack
 from tests.handlers.test_handlers import call, poll
 
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import yaml
 
+from infra.checks.validate import validate_file
 from infra.sam.template import build_template
-from infra.validate import validate_file
 
 
 def agents_spec(count: int, workflows: int = 0) -> dict[str, Any]:

@@ -21,11 +21,11 @@ from runtime.tools.mcp.limits import MAX_TOOLS
 from runtime.tools.mcp.live import stop_all
 from runtime.tools.mcp.names import tool_name
 from runtime.tools.mcp.output import to_rich_output
-from runtime.tools.mcp.toolset import _LISTINGS, McpToolset, unusable_message
+from runtime.tools.mcp.toolset import LISTINGS, McpToolset, unusable_message
 
 __all__ = [
+    "LISTINGS",
     "MAX_TOOLS",
-    "_LISTINGS",
     "McpFailure",
     "McpToolset",
     "describe_error",

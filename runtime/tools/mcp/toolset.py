@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from runtime.schema_check import unusable
+from runtime.safety.schema_check import unusable
 from runtime.tools.base import Effect, FunctionTool, RichOutput, Tool, ToolContext, ToolError
 from runtime.tools.mcp import live
 from runtime.tools.mcp.connection import Connection, McpServer
@@ -46,7 +46,7 @@ class Listing:
 
 #: (server name, config hash) → (expires at, the server's listing); lives as long as the warm
 #: container. The SDK's Tool models are shared between runs and never modified.
-_LISTINGS: dict[tuple[str, str], tuple[float, Listing]] = {}
+LISTINGS: dict[tuple[str, str], tuple[float, Listing]] = {}
 
 
 class McpToolset:
@@ -155,7 +155,7 @@ class McpToolset:
         self, server: str, config: McpServer, found: dict[str, Listing | McpFailure]
     ) -> None:
         key = (server, hashlib.sha256(config.model_dump_json().encode()).hexdigest())
-        cached = _LISTINGS.get(key)  # keyed by config too: an edited server is listed anew
+        cached = LISTINGS.get(key)  # keyed by config too: an edited server is listed anew
         if cached is not None and cached[0] > self._clock_now():
             found[server] = cached[1]
             return
@@ -168,7 +168,7 @@ class McpToolset:
             found[server] = McpFailure(server, error or self._connection(server).explain(exc))
             self._connection(server).close()  # stop a half-open connect (and process) now
             return
-        _LISTINGS[key] = (self._clock_now() + config.cache_ttl, listing)
+        LISTINGS[key] = (self._clock_now() + config.cache_ttl, listing)
         found[server] = listing
 
     async def _list_tools(self, server: str) -> Listing:

@@ -175,8 +175,8 @@ def test_a_rule_without_a_matcher_gates_every_tool() -> None:
 
 
 def test_an_empty_tools_list_is_a_validation_error(tmp_path: Any) -> None:
-    from infra.validate import validate_file
-    from tests.infra.test_validate_bad import _write_project
+    from infra.checks.validate import validate_file
+    from tests.infra.checks.test_validate_bad import _write_project
 
     text = """\
 version: 1

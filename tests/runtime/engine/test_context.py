@@ -354,7 +354,7 @@ def test_session_history_tool_outputs_are_pruned_and_readable_in_a_later_run() -
 
 
 def test_a_compacted_run_on_dynamodb_loads_from_its_summary_and_resumes() -> None:
-    from infra.local import embedded_aws
+    from infra.local.aws import embedded_aws
     from runtime.engine.loop import Engine
 
     spec = _spec(12, size=5_000, text=2_000, compaction={"model": "s", "keep_turns": 1})
@@ -380,7 +380,7 @@ def test_a_compacted_run_on_dynamodb_loads_from_its_summary_and_resumes() -> Non
 def test_agentfn_run_shows_each_compaction() -> None:
     import io
 
-    from infra.run_cli import Progress
+    from infra.local.progress import Progress
 
     stream = io.StringIO()
     spec = _spec(8, size=5_000, text=2_000, compaction={"model": "s", "keep_turns": 1})

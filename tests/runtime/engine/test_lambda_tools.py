@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from infra.local import embedded_aws
-from infra.local_lambda import register
+from infra.local.aws import embedded_aws
+from infra.local.local_lambda import register
 from runtime.engine.loop import Engine
 from runtime.spec import AgentfnSpec
 

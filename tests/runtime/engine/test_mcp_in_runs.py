@@ -14,7 +14,7 @@ import pytest
 
 from runtime.messages import ToolResultMessage
 from runtime.spec import AgentfnSpec
-from runtime.tools.mcp import _LISTINGS
+from runtime.tools.mcp import LISTINGS
 from tests.helpers import ROOT
 from tests.runtime.engine.kit import new_engine
 
@@ -28,9 +28,9 @@ ORDERS = {
 
 @pytest.fixture(autouse=True)
 def fresh_listings() -> Iterator[None]:
-    _LISTINGS.clear()  # the engine's clock is fake: listings would outlive their test
+    LISTINGS.clear()  # the engine's clock is fake: listings would outlive their test
     yield
-    _LISTINGS.clear()
+    LISTINGS.clear()
 
 
 def _closed_port() -> int:

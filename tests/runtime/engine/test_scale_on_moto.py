@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from infra.local import embedded_aws
+from infra.local.aws import embedded_aws
 from runtime.engine.loop import Engine
 from tests.runtime.engine.kit import call, make_spec
 

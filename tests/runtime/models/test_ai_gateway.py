@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from infra.prices import lookup
+from infra.sam.prices import lookup
 from runtime.models.factory import build_model
 from runtime.models.openai_chat import OpenAIChatModel
 from runtime.models.windows import context_window

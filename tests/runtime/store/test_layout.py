@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from infra.local import embedded_aws
+from infra.local.aws import embedded_aws
 from runtime.clock import FakeClock
 from runtime.engine.loop import Engine
 from runtime.errors import StateConflict, WrongState

@@ -15,9 +15,9 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from infra.package import stage_knowledge_indexes
+from infra.checks.validate import validate_file
+from infra.sam.package import stage_knowledge_indexes
 from infra.sam.template import build_template
-from infra.validate import validate_file
 from runtime.spec import AgentfnSpec
 from runtime.spec.knowledge import BedrockKnowledgeBase, LocalKnowledgeBase
 from runtime.tools.base import ToolContext, ToolError
@@ -26,7 +26,7 @@ from runtime.tools.knowledge.local import build_index, chunks_of, load_local
 from runtime.tools.knowledge.tool import knowledge_search_tool
 from tests.helpers import DEMO_SPEC, ROOT, load_spec
 from tests.infra.cfn import function_statements
-from tests.infra.test_validate_bad import _write_project
+from tests.infra.checks.test_validate_bad import _write_project
 
 POLICIES = LocalKnowledgeBase(kind="local", path="knowledge", chunk_chars=500)
 

@@ -79,9 +79,9 @@ def free_port() -> int:
 def fresh_cache() -> Iterator[None]:
     _BEFORE.clear()
     _BEFORE.update(children())
-    mcp_tools._LISTINGS.clear()
+    mcp_tools.LISTINGS.clear()
     yield
-    mcp_tools._LISTINGS.clear()
+    mcp_tools.LISTINGS.clear()
     assert children() == {}, "an MCP server process outlived its toolset"
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from runtime.spec.tools import StdioMcpServer
 from runtime.tools.base import ToolContext
-from runtime.tools.mcp import _LISTINGS, MAX_TOOLS, McpFailure, McpToolset
+from runtime.tools.mcp import LISTINGS, MAX_TOOLS, McpFailure, McpToolset
 from runtime.tools.mcp.connection import VERSION, agentfn_version
 from runtime.tools.mcp.names import MAX_NAME, assign_names, tool_name
 from tests.helpers import ROOT
@@ -49,9 +49,9 @@ def schemas(names: list[str]) -> StdioMcpServer:
 
 @pytest.fixture(autouse=True)
 def fresh_listings() -> Iterator[None]:
-    _LISTINGS.clear()
+    LISTINGS.clear()
     yield
-    _LISTINGS.clear()
+    LISTINGS.clear()
 
 
 async def _discover(

@@ -19,7 +19,7 @@ import pytest
 from runtime.secrets import redact
 from runtime.spec.tools import HttpMcpServer
 from runtime.tools.base import ToolContext, ToolError
-from runtime.tools.mcp import _LISTINGS, McpFailure, McpToolset
+from runtime.tools.mcp import LISTINGS, McpFailure, McpToolset
 from runtime.tools.mcp.auth import forget_tokens
 from tests.helpers import ROOT
 from tests.runtime.tools.test_mcp import free_port
@@ -35,10 +35,10 @@ def secrets(text: str) -> str:
 @pytest.fixture(autouse=True)
 def fresh_caches() -> Iterator[None]:
     forget_tokens()
-    _LISTINGS.clear()
+    LISTINGS.clear()
     yield
     forget_tokens()
-    _LISTINGS.clear()
+    LISTINGS.clear()
 
 
 @pytest.fixture

@@ -94,7 +94,7 @@ def test_unusable_server_schemas_fail_their_tool_not_the_run(
         "broken": _object({"type": "strnig"}),
         "sound": _object({"type": "string", "pattern": "^[0-9]+$"}),
     }
-    mcp_tools._LISTINGS.clear()
+    mcp_tools.LISTINGS.clear()
     engine = new_engine(_spec(schemas, list(schemas)))
     head = asyncio.run(engine.run("a", "go"))
 
