@@ -141,6 +141,8 @@ def main() -> None:
         else:
             speed.shipped_variants(work)
         code, deps = shipped / "code", shipped / "deps"
+        # built without SnapStart (python3.11 here), which leaves the snapshot module out
+        shutil.copy(ROOT / "handlers" / "snapshot.py", code / "handlers")
         fake = Path(scratch) / "fake"
         fake.mkdir()
         (fake / "snapshot_restore_py.py").write_text(FAKE_RUNTIME, encoding="utf-8")

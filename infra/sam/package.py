@@ -60,6 +60,8 @@ def stage_package(
         source = Path(package.__file__).resolve().parent
         shutil.copytree(source, target / source.name, ignore=_IGNORE)
         names.append(source.name)
+    if not spec.deployment.snapstart:  # imported only at a SnapStart init: ship what runs
+        (target / "handlers" / "snapshot.py").unlink()
     tools = project_dir / spec.tools_package
     if tools.is_dir():
         shutil.copytree(tools, target / spec.tools_package, ignore=_IGNORE)

@@ -194,3 +194,18 @@ def test_the_api_and_a_handoff_reach_the_alias_by_name(
         arn = resolve({"Fn::GetAtt": [function_id(agent), "Arn"]}) + ":live"
         assert arn.endswith(qualified)
         assert allowed(api, "lambda:InvokeFunction", arn), agent
+
+
+def test_the_snapshot_module_ships_only_with_snapstart(
+    demo_spec: AgentfnSpec, full_spec: AgentfnSpec, tmp_path: Path
+) -> None:
+    """handlers/snapshot.py runs only at a SnapStart init: without SnapStart it stays out of
+    the code zip (whose budget is 1 MB)."""
+    from infra.sam.package import stage_package
+    from tests.helpers import DEMO_SPEC
+
+    off = stage_package(demo_spec, DEMO_SPEC.parent, tmp_path / "off")
+    on = stage_package(full_spec, FULL_SPEC.parent, tmp_path / "on")
+    assert not (off / "handlers" / "snapshot.py").exists()
+    assert (off / "handlers" / "step.py").exists()
+    assert (on / "handlers" / "snapshot.py").exists()
