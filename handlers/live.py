@@ -190,3 +190,10 @@ def _send(event: dict[str, Any], connection: str, message: dict[str, Any]) -> No
         management.post_to_connection(ConnectionId=connection, Data=data)
     except management.exceptions.GoneException:
         _forget_connection(client("dynamodb"), os.environ["AGENTFN_TABLE"], connection)
+
+
+if os.environ.get("AWS_LAMBDA_INITIALIZATION_TYPE") == "snap-start":  # deployment.snapstart
+    from handlers import snapshot
+
+    if snapshot.at_init(__name__):
+        snapshot.register()  # its clients are dropped and random reseeded in each copy

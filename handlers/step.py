@@ -52,6 +52,7 @@ def build_service_from_environment() -> Any:
         function_prefix=os.environ.get("AGENTFN_FUNCTION_PREFIX", ""),
         state_machine_prefix=os.environ.get("AGENTFN_STATE_MACHINE_PREFIX", ""),
         event_bus=os.environ.get("AGENTFN_EVENT_BUS", "default"),
+        function_alias=os.environ.get("AGENTFN_FUNCTION_ALIAS", ""),
     )
     agent = os.environ.get("AGENTFN_AGENT") or None
     watch: dict[str, Any] = {"listener": observe.listener(store)}  # metrics
@@ -139,3 +140,9 @@ def _handle(service: Any, event: dict[str, Any], context: Any) -> dict[str, Any]
 
 
 MAX_ERROR_CHARS = 1000
+
+if os.environ.get("AWS_LAMBDA_INITIALIZATION_TYPE") == "snap-start":  # deployment.snapstart
+    from handlers import snapshot
+
+    if snapshot.at_init(__name__):
+        _service = snapshot.prepare(build_service_from_environment)

@@ -55,3 +55,10 @@ def handle(service: Any, event: dict[str, Any]) -> dict[str, Any]:
         logging.getLogger("agentfn.workflow").exception("task %.40s failed", event.get("action"))
         raise StepFailed(f"{type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS]) from None
     return result
+
+
+if os.environ.get("AWS_LAMBDA_INITIALIZATION_TYPE") == "snap-start":  # deployment.snapstart
+    from handlers import snapshot
+
+    if snapshot.at_init(__name__):
+        _service = snapshot.prepare(build_service_from_environment)

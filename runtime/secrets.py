@@ -44,6 +44,14 @@ _clients: dict[str, Any] = {}
 _fetch_lock = threading.Lock()
 
 
+def forget_fetched() -> None:
+    """Read every secret again, with new clients: a copy restored from a snapshot (Lambda
+    SnapStart) cannot trust a cache expiring on `time.monotonic()` taken before it."""
+    with _fetch_lock:
+        _fetched.clear()
+        _clients.clear()
+
+
 def _fetch_from_aws(source: str, target: str) -> str:
     """A secret's or a SecureString parameter's value, cached for CACHE_SECONDS."""
     now = time.monotonic()

@@ -21,9 +21,14 @@ class Stack:
     function_prefix: str = ""  # agent function name = prefix + agent_resource_name(agent)
     state_machine_prefix: str = ""  # state machine ARN = prefix + agent_resource_name(agent)
     event_bus: str = "default"
+    #: With SnapStart (`deployment.snapstart`) the functions are invoked by alias, never as
+    #: `$LATEST`, which has no snapshot: `NAME:ALIAS` is what Lambda and IAM then see.
+    function_alias: str = ""
 
     def function(self, agent: str) -> str | None:
-        return self.function_prefix + agent_resource_name(agent) if self.function_prefix else None
+        if not self.function_prefix:
+            return None
+        return self._qualified(self.function_prefix + agent_resource_name(agent))
 
     def state_machine(self, agent: str) -> str | None:
         if not self.state_machine_prefix:
@@ -36,11 +41,12 @@ class Stack:
         return self.state_machine_prefix + workflow_resource_name(workflow)
 
     def workflow_function(self, workflow: str) -> str | None:
-        return (
-            self.function_prefix + workflow_resource_name(workflow)
-            if self.function_prefix
-            else None
-        )
+        if not self.function_prefix:
+            return None
+        return self._qualified(self.function_prefix + workflow_resource_name(workflow))
+
+    def _qualified(self, name: str) -> str:
+        return f"{name}:{self.function_alias}" if self.function_alias else name
 
 
 def execution_name(head: RunHead) -> str:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from infra.sam import asl, grants, iam, live, sandbox
-from infra.sam.intrinsics import get_arn, sub
+from infra.sam import asl, grants, iam, live, sandbox, snapstart
+from infra.sam.intrinsics import sub
 from infra.sam.naming import agent_function_id, agent_physical_name
 from runtime.naming import agent_tag
 from runtime.spec import AgentfnSpec
@@ -61,7 +61,7 @@ def state_machine(spec: AgentfnSpec, agent: str, definition_uri: str | None) -> 
             if definition_uri
             else {"Definition": asl.definition(spec, agent)}
         ),
-        "DefinitionSubstitutions": {"AgentFunctionArn": get_arn(function_id)},
+        "DefinitionSubstitutions": {"AgentFunctionArn": snapstart.invoke_arn(spec, function_id)},
         "Policies": [{"Statement": grants.state_machine_statements(spec, agent)}],
     }
     if spec.deployment.tracing:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from infra.sam import snapstart
 from infra.sam.data import BUCKET, IDEMPOTENCY_TABLE, SWEEP_INDEX, TABLE
 from infra.sam.intrinsics import arn, get_arn, sub
 from infra.sam.naming import NAME_PREFIX, agent_function_id, agent_physical_name
@@ -233,5 +234,8 @@ def state_machine_statements(spec: AgentfnSpec, agent: str) -> list[dict[str, An
     """Exactly the functions of its agent's handoff team, by ARN: a handoff moves the run to
     the next agent's function (SAM's LambdaInvokePolicy would grant `function:NAME*`, a
     prefix that also matches other agents whose name starts with this one's)."""
-    functions = [get_arn(agent_function_id(member)) for member in handoff_paths(spec, agent)]
+    functions = [
+        snapstart.invoke_arn(spec, agent_function_id(member))
+        for member in handoff_paths(spec, agent)
+    ]
     return [allow("InvokeTeamFunctions", "lambda:InvokeFunction", functions)]

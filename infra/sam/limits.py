@@ -53,6 +53,10 @@ _ADDED_BYTES = {
     "AWS::ApiGateway::Deployment": 250,
     "AWS::ApiGateway::Stage": 400,
     "AWS::Lambda::LayerVersion": 60,
+    # AutoPublishAlias (deployment.snapstart): the version (its logical id ends in a hash of
+    # the code) and the alias, each about 150-230 bytes measured
+    "AWS::Lambda::Version": 250,
+    "AWS::Lambda::Alias": 300,
 }
 _API_PATH_BYTES = 700  # one Api event's path and method in the REST API's OpenAPI body
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from infra.sam import snapstart
 from infra.sam.access_logs import WHO_CALLED
 from infra.sam.data import TABLE
 from infra.sam.grants import allow, leading_keys
@@ -62,7 +63,7 @@ def resources(spec: AgentfnSpec) -> dict[str, Any]:
             "IntegrationType": "AWS_PROXY",
             "IntegrationUri": sub(
                 "arn:${AWS::Partition}:apigateway:${AWS::Region}:lambda:path/2015-03-31/"
-                f"functions/${{{LIVE_FUNCTION}.Arn}}/invocations"
+                f"functions/{snapstart.invoke_sub(spec, LIVE_FUNCTION)}/invocations"
             ),
         },
     }
@@ -104,7 +105,11 @@ def resources(spec: AgentfnSpec) -> dict[str, Any]:
             "Type": "AWS::Lambda::Permission",
             "Properties": {
                 "Action": "lambda:InvokeFunction",
-                "FunctionName": ref(LIVE_FUNCTION),
+                "FunctionName": (
+                    snapstart.invoke_arn(spec, LIVE_FUNCTION)
+                    if spec.deployment.snapstart
+                    else ref(LIVE_FUNCTION)
+                ),
                 "Principal": "apigateway.amazonaws.com",
                 "SourceArn": arn("execute-api", f"${{{LIVE_API}}}/*"),
             },

@@ -69,8 +69,8 @@ def drop_unused_protocols(spec: AgentfnSpec, target: Path) -> None:
     unused: list[str] = []
     if not (serves(spec, "a2a") or serves(spec, "mcp") or spec.remote_agents):
         unused += PROTOCOL_CODE
-    triggered = [*spec.agents.values(), *spec.workflows.values()]
-    if not any(owner.triggers for owner in triggered):
+    owners = [a.triggers for a in spec.agents.values()]
+    if not any(owners + [w.triggers for w in spec.workflows.values()]):
         unused += TRIGGER_CODE
     for relative in unused:
         path = target / relative
@@ -96,6 +96,8 @@ def stage_package(
         shutil.copytree(source, target / source.name, ignore=_IGNORE)
         names.append(source.name)
     drop_unused_protocols(spec, target)
+    if not spec.deployment.snapstart:  # imported only at a SnapStart init: ship what runs
+        (target / "handlers" / "snapshot.py").unlink()
     tools = project_dir / spec.tools_package
     if tools.is_dir():
         shutil.copytree(tools, target / spec.tools_package, ignore=_IGNORE)

@@ -40,6 +40,7 @@ from infra.sam import (
     native_alarms,
     roles,
     sandbox,
+    snapstart,
     state_logs,
     triggers,
     workflow_asl,
@@ -88,6 +89,7 @@ def definition_path(machine_id: str) -> str:
 def build_template(spec: AgentfnSpec, *, runtime: str | None = None) -> dict[str, Any]:
     _check_names(spec)
     runtime = runtime or spec.deployment.runtime
+    snapped = snapstart.apply if snapstart.enabled(spec, runtime) else (lambda f: f)
     resources: dict[str, Any] = {}
     resources[TABLE] = table_resource()
     resources[IDEMPOTENCY_TABLE] = data.idempotency_table_resource()
@@ -99,14 +101,16 @@ def build_template(spec: AgentfnSpec, *, runtime: str | None = None) -> dict[str
         resources[ACCESS_LOGS] = _log_group(spec, "api-access")
     for layer in layers.layers(spec):
         resources[layer.logical_id] = layers.layer_resource(spec, layer, runtime)
-    resources[API_FUNCTION] = layers.built_by_makefile(
-        api.api_function(spec), layers.api_layers(spec)
+    resources[API_FUNCTION] = snapped(
+        layers.built_by_makefile(api.api_function(spec), layers.api_layers(spec))
     )
     resources[functions.SWEEPER] = layers.built_by_makefile(functions.sweeper_function(spec), [])
     resources.update(monitoring.resources(spec))  # dashboard and alarms: not per agent
     resources.update(sandbox.resources(spec))  # code_execute's, when an agent uses it
     resources.update(live.resources(spec))  # the WebSocket API of live runs
-    resources[live.LIVE_FUNCTION] = layers.built_by_makefile(resources[live.LIVE_FUNCTION], [])
+    resources[live.LIVE_FUNCTION] = snapped(
+        layers.built_by_makefile(resources[live.LIVE_FUNCTION], [])
+    )
     outputs: dict[str, Any] = {
         "ApiUrl": {
             "Description": "Base URL of the agentfn API",
@@ -132,8 +136,8 @@ def build_template(spec: AgentfnSpec, *, runtime: str | None = None) -> dict[str
         function_id = agent_function_id(agent)
         machine_id = agent_state_machine_id(agent)
         extra = layers.agent_layers(spec, agent)
-        resources[function_id] = layers.built_by_makefile(
-            functions.agent_function(spec, agent), extra
+        resources[function_id] = snapped(
+            layers.built_by_makefile(functions.agent_function(spec, agent), extra)
         )
         path = definition_path(machine_id)
         resources[machine_id] = functions.state_machine(spec, agent, path if files else None)
@@ -146,8 +150,8 @@ def build_template(spec: AgentfnSpec, *, runtime: str | None = None) -> dict[str
             workflow_function_id(workflow),
             workflow_state_machine_id(workflow),
         )
-        resources[function_id] = layers.built_by_makefile(
-            workflows.workflow_function(spec, workflow), []
+        resources[function_id] = snapped(
+            layers.built_by_makefile(workflows.workflow_function(spec, workflow), [])
         )
         path = definition_path(machine_id)
         resources[machine_id] = workflows.workflow_state_machine(
@@ -222,6 +226,7 @@ def _globals(spec: AgentfnSpec, runtime: str | None) -> dict[str, Any]:
                     "POWERTOOLS_SERVICE_NAME": "agentfn",
                     "POWERTOOLS_LOG_LEVEL": d.log_level,
                     "AGENTFN_STACK_NAME": ref("AWS::StackName"),  # the metrics' `service`
+                    **snapstart.environment(spec),  # handoffs name the alias
                 }
             },
         },

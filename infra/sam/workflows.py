@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from infra.sam import workflow_asl
+from infra.sam import snapstart, workflow_asl
 from infra.sam.data import BUCKET, TABLE
 from infra.sam.grants import allow
 from infra.sam.iam import model_statements
@@ -102,11 +102,15 @@ def workflow_state_machine(
         "Name": sub(workflow_physical_name(workflow)),
         "Type": "STANDARD",
         **definition,
-        "DefinitionSubstitutions": {"WorkflowFunctionArn": get_arn(function_id)},
+        "DefinitionSubstitutions": {"WorkflowFunctionArn": snapstart.invoke_arn(spec, function_id)},
         "Policies": [
             {
                 "Statement": [
-                    allow("InvokeWorkflowFunction", "lambda:InvokeFunction", get_arn(function_id))
+                    allow(
+                        "InvokeWorkflowFunction",
+                        "lambda:InvokeFunction",
+                        snapstart.invoke_arn(spec, function_id),
+                    )
                 ]
             }
         ],

@@ -7,6 +7,7 @@ instance (see Engine.__init__).
 
 from __future__ import annotations
 
+import uuid
 from contextlib import AsyncExitStack
 from typing import Any
 
@@ -30,6 +31,22 @@ class Toolsets(Persistence):
     _secrets: Any
     _lambda_client: Any
     _lambda: Any
+    _model_cache: dict[str, Any]
+
+    def renew(self) -> None:
+        """In a copy restored from a snapshot (Lambda SnapStart, handlers.snapshot): its own
+        lease owner (copies sharing one would each take the other's lease for their own)
+        and new clients for models and tools (the snapshot's connections are gone)."""
+        self.owner = uuid.uuid4().hex
+        self._model_cache.clear()
+        self._toolsets.clear()  # an HTTP tool's client, a Lambda tool's
+        self._specs.clear()
+        self._lambda = None
+
+    def build_tools(self, agent: str) -> None:
+        """Build `agent`'s tools now (importing their modules): a SnapStart init does it so
+        the snapshot holds the imports (handlers.snapshot)."""
+        self._tools(agent)
 
     async def _discover_mcp(self, run: RunCursor, connections: AsyncExitStack) -> None:
         """Open the agent's MCP servers for this advance and add their tools.

@@ -12,7 +12,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal, Self
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from runtime.spec.agents import AgentConfig
 from runtime.spec.budget import BudgetSettings
@@ -136,6 +136,24 @@ class Deployment(SpecModel):
         default_factory=ReservedConcurrency,
         description="Lambda concurrency reserved for the API, live and sweeper functions.",
     )
+    snapstart: bool = Field(
+        False,
+        description="Lambda SnapStart (python3.12 or later) for the functions a caller waits "
+        "on: agents, workflows, the API and live runs. Each is published as a version with "
+        "alias `live`, which the state machines, the APIs and handoffs invoke. Off by "
+        "default: a snapshot is billed while cached (about $3.90 a month per GB of memory, "
+        "per function) and each restore per GB, more than the init it replaces, and each "
+        "function takes two more of the stack's 500 resources (README: Performance).",
+    )
+
+    @field_validator("snapstart")
+    @classmethod
+    def _snapstart_runtime(cls, value: bool, info: ValidationInfo) -> bool:
+        """Lambda offers SnapStart for Python from python3.12: a stack asking for it on an
+        older runtime would fail only at deploy."""
+        if value and info.data.get("runtime") == "python3.11":
+            raise ValueError("snapstart needs runtime python3.12 or later (runtime: python3.11)")
+        return value
 
 
 class AgentfnSpec(SpecModel):

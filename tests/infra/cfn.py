@@ -144,6 +144,9 @@ def concrete(template: dict[str, Any]) -> Resolver:
     def ref(name: str) -> str:
         resource = resources[name]
         props = resource.get("Properties", {})
+        if resource["Type"] == "AWS::Lambda::Alias":  # Ref is the ARN, qualified by the alias
+            function = resolver(props["FunctionName"])
+            return f"arn:aws:lambda:us-east-1:123456789012:function:{function}:{props['Name']}"
         for prop in name_props:
             if prop in props:
                 value = str(resolver(props[prop]))
@@ -152,6 +155,7 @@ def concrete(template: dict[str, Any]) -> Resolver:
             value = f"agentfn-demo-{name}-RANDOM1234"
         if resource["Type"] == "AWS::StepFunctions::StateMachine":  # Ref is the ARN
             return f"arn:aws:states:us-east-1:123456789012:stateMachine:{value}"
+
         return value
 
     def attr(name: str, attribute: str) -> str:

@@ -109,11 +109,18 @@ def machines(spec: AgentfnSpec, template: dict[str, Any]) -> dict[str, dict[str,
         definition = props["Definition"] if "Definition" in props else files[props["DefinitionUri"]]
         text = json.dumps(definition)
         for key, value in props.get("DefinitionSubstitutions", {}).items():
-            target, attribute = value["Fn::GetAtt"]  # the only kind generated: a new one fails
-            assert attribute == "Arn" and resources[target]["Type"] == "AWS::Serverless::Function"
-            arn = (
-                f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{_physical(resources[target], target)}"
-            )
+            # The only kinds generated (a new one fails): the function's ARN, or with
+            # SnapStart its alias's (SAM's `Ref: {Function}.Alias`).
+            if "Ref" in value:
+                target, qualifier = value["Ref"].split(".")
+                assert qualifier == "Alias", value
+                alias = ":" + resources[target]["Properties"]["AutoPublishAlias"]
+            else:
+                (target, attribute), alias = value["Fn::GetAtt"], ""
+                assert attribute == "Arn", value
+            assert resources[target]["Type"] == "AWS::Serverless::Function"
+            name = _physical(resources[target], target)
+            arn = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{name}{alias}"
             text = text.replace("${" + key + "}", arn)
         assert "${" not in text, f"{logical_id}: a ${{…}} without a substitution"
         found[logical_id] = json.loads(text)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 import yaml
 
 from infra.sam.naming import agent_function_id, agent_state_machine_id
@@ -43,7 +44,8 @@ def test_each_agent_gets_a_named_function_and_a_standard_state_machine(
         (invoke,) = machine["Properties"]["Policies"][0]["Statement"]
         assert invoke["Action"] == "lambda:InvokeFunction"  # its handoff team's functions
         team = handoff_paths(full_spec, agent)
-        assert invoke["Resource"] == [{"Fn::GetAtt": [agent_function_id(a), "Arn"]} for a in team]
+        # the alias of each (the full fixture has deployment.snapstart: no `$LATEST`)
+        assert invoke["Resource"] == [{"Ref": f"{agent_function_id(a)}.Alias"} for a in team]
     agent_functions = [
         k
         for k, v in resources.items()
@@ -282,6 +284,15 @@ def test_rendering_is_deterministic_and_plain_yaml(full_spec: AgentfnSpec) -> No
 def test_runtime_override_and_default(full_spec: AgentfnSpec) -> None:
     assert build_template(full_spec)["Globals"]["Function"]["Runtime"] == "python3.13"
     assert (
-        build_template(full_spec, runtime="python3.11")["Globals"]["Function"]["Runtime"]
-        == "python3.11"
+        build_template(full_spec, runtime="python3.12")["Globals"]["Function"]["Runtime"]
+        == "python3.12"
+    )
+    # python3.11 has no SnapStart, which the full fixture asks for: refused, not dropped
+    with pytest.raises(ValueError, match=r"snapstart needs runtime python3\.12 or later"):
+        build_template(full_spec, runtime="python3.11")
+    off = full_spec.model_copy(
+        update={"deployment": full_spec.deployment.model_copy(update={"snapstart": False})}
+    )
+    assert build_template(off, runtime="python3.11")["Globals"]["Function"]["Runtime"] == (
+        "python3.11"
     )

@@ -151,15 +151,22 @@ def test_each_state_machine_invokes_exactly_its_handoff_teams_functions(
     its agent's handoff team, and nothing else (not an agent asked as a tool: that child has
     its own state machine)."""
     resolve = concrete(deployed)
-    arns = {a: resolve({"Fn::GetAtt": [agent_function_id(a), "Arn"]}) for a in full_spec.agents}
+    # The full fixture has deployment.snapstart: each function is invoked by its alias `live`.
+    arns = {
+        a: resolve({"Fn::GetAtt": [agent_function_id(a), "Arn"]}) + ":live"
+        for a in full_spec.agents
+    }
     for agent, own in arns.items():
         machine = _role(deployed, agent_state_machine_id(agent))
         team = handoff_paths(full_spec, agent)
         for member in team:
             assert allowed(machine, "lambda:InvokeFunction", arns[member]), (agent, member)
         # SAM's LambdaInvokePolicy grants `function:NAME*`: a prefix of other names too.
-        assert not allowed(machine, "lambda:InvokeFunction", own + "-2"), agent
-        assert not allowed(machine, "lambda:InvokeFunction", own + ":alias"), agent
+        unqualified = own.removesuffix(":live")
+        assert not allowed(machine, "lambda:InvokeFunction", unqualified + "-2"), agent
+        assert not allowed(machine, "lambda:InvokeFunction", unqualified + ":other"), agent
+        # nor `$LATEST`, which has no snapshot: nothing invokes it
+        assert not allowed(machine, "lambda:InvokeFunction", unqualified), agent
         others = [arn for other, arn in arns.items() if other not in team]
         assert not any(allowed(machine, "lambda:InvokeFunction", arn) for arn in others)
     assert handoff_paths(full_spec, "support") == {
@@ -238,11 +245,15 @@ def test_functions_find_agents_by_the_naming_contract(
         stack = Stack(
             function_prefix=variables["AGENTFN_FUNCTION_PREFIX"],
             state_machine_prefix=variables["AGENTFN_STATE_MACHINE_PREFIX"],
+            function_alias=variables["AGENTFN_FUNCTION_ALIAS"],  # deployment.snapstart
         )
         for agent in full_spec.agents:
             function = resources[agent_function_id(agent)]["Properties"]
             machine = resources[agent_state_machine_id(agent)]
-            assert stack.function(agent) == resolve(function["FunctionName"])
+            alias = resources[agent_function_id(agent) + "Aliaslive"]["Properties"]
+            assert resolve(alias["FunctionName"]) == resolve(function["FunctionName"])
+            # a handoff names the function's published alias, never `$LATEST`
+            assert stack.function(agent) == f"{resolve(function['FunctionName'])}:{alias['Name']}"
             assert stack.state_machine(agent) == resolve({"Ref": agent_state_machine_id(agent)})
             assert machine["Properties"]["StateMachineName"] == function["FunctionName"]
     assert len({agent_tag(a) for a in full_spec.agents}) == len(full_spec.agents)
