@@ -384,6 +384,7 @@ def _build() -> dict[str, Any]:
 if os.environ.get("AWS_LAMBDA_INITIALIZATION_TYPE") in PREWARMED:
     _resolver()
     from handlers import snapshot
+    from handlers.step import build_service_from_environment
 
     if snapshot.at_init(__name__):  # deployment.snapstart: the service in the snapshot too
-        _service = snapshot.prepare(snapshot.run_service)
+        _service = snapshot.prepare(build_service_from_environment)

@@ -81,13 +81,6 @@ def register() -> bool:
     return True
 
 
-def run_service() -> Any:
-    """The function's RunService from its environment (handlers.step)."""
-    from handlers.step import build_service_from_environment
-
-    return build_service_from_environment()
-
-
 def prepare(build: Callable[[], Any]) -> Any:
     """The RunService (or what `build` makes) built now, at init, with the engine renewed in
     each restored copy; the DynamoDB and EventBridge clients are made once so botocore's

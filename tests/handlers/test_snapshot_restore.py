@@ -85,7 +85,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, 
     """moto's server on loopback, the run table and bucket, and a one-agent compiled spec;
     the environment of the agent's function at a SnapStart init."""
     from infra.local.aws import LOCAL_BUCKET, LOCAL_TABLE, AwsClients, create_resources
-    from infra.local.dev_server import MotoServer, pointed_at
+    from infra.local.dev_aws import MotoServer, pointed_at
     from runtime.engine.loop import Engine
 
     folder = tmp_path_factory.mktemp("snapstart")
