@@ -200,13 +200,12 @@ def pointed_at(url: str, port: int) -> Iterator[None]:
     """boto3 in this process (and moto's own Step Functions clients, via MOTO_PORT) talk to
     the local endpoint with dummy credentials that cannot reach a real account; the handlers
     find the table and bucket names where the deployed functions do."""
-    from infra.local.aws import LOCAL_BUCKET, LOCAL_REGION, LOCAL_TABLE
+    from infra.local.aws import LOCAL_REGION
 
     saved = dict(os.environ)
     for key in list(os.environ):  # nothing may send these clients anywhere else
         if key in _AWS_ENV or key.startswith(("AWS_ENDPOINT_URL", "AWS_IGNORE_CONFIGURED")):
             del os.environ[key]
-    no_proxy = ",".join(filter(None, [os.environ.get("NO_PROXY"), "127.0.0.1,localhost"]))
     os.environ.update(
         {
             "AWS_ENDPOINT_URL": url,
@@ -214,15 +213,11 @@ def pointed_at(url: str, port: int) -> Iterator[None]:
             "AWS_SECRET_ACCESS_KEY": ACCESS_KEY_ID,
             "AWS_DEFAULT_REGION": LOCAL_REGION,
             "AWS_REGION": LOCAL_REGION,
-            "MOTO_PORT": str(port),
-            "NO_PROXY": no_proxy,
-            "no_proxy": no_proxy,
-            "AGENTFN_TABLE": LOCAL_TABLE,
-            "AGENTFN_BUCKET": LOCAL_BUCKET,
         }
     )
     try:
-        yield
+        with stack_only(port):  # and what the stack itself needs
+            yield
     finally:
         os.environ.clear()
         os.environ.update(saved)

@@ -19,6 +19,7 @@ from typing import Any
 import mcp_types as types
 
 from runtime.protocols import mcp_workflows
+from runtime.protocols.mcp_answers import answered, error
 from runtime.protocols.waiting import waiting_view
 
 MAX_WAIT_SECONDS = 25.0  # API Gateway gives up at 29 s
@@ -72,23 +73,12 @@ def arguments_problem(arguments: dict[str, Any]) -> str | None:
     return None
 
 
-def error(text: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
-
-
 def call_result(result: dict[str, Any]) -> types.CallToolResult:
     """The tool's answer for a run's result (the API's result contract)."""
     status, run_id = result["status"], result["run_id"]
     ids = {"run_id": run_id, "session_id": result.get("session_id"), "status": status}
     if status == "succeeded":
-        answer = result.get("result")
-        text = answer if isinstance(answer, str) else json.dumps(answer, sort_keys=True)
-        structured = answer if isinstance(answer, dict) else None
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=text)],
-            structured_content=structured,
-            meta={"agentfn": ids},
-        )
+        return answered(result.get("result"), ids)
     if status in ("failed", "cancelled"):
         code, why = result.get("error_code"), result.get("error_message")
         return error(f"run {run_id} {status}: {code}: {why}")

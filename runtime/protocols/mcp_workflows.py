@@ -6,11 +6,12 @@ person, or a workflow still going when the time is up, is named with how to go o
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
 import mcp_types as types
+
+from runtime.protocols.mcp_answers import answered, error
 
 PREFIX = "workflow_"
 POLL_SECONDS = 0.5
@@ -50,12 +51,12 @@ def run(service: Any, name: str, arguments: dict[str, Any], wait: float) -> type
     given: Any = arguments
     if service.engine.spec.workflows[name].input_schema is None:
         if set(arguments) != {"input"} or not isinstance(arguments["input"], str):
-            return _error("arguments: {input: string} is this workflow's input")
+            return error("arguments: {input: string} is this workflow's input")
         given = arguments["input"]
     try:
         view = workflows.start(name, given)
     except InvalidRequest as exc:
-        return _error(str(exc))
+        return error(str(exc))
     ends = time.monotonic() + wait
     while view["status"] not in ("succeeded", "failed", "cancelled"):
         if _waiting(view) or time.monotonic() + POLL_SECONDS >= ends:
@@ -74,24 +75,13 @@ def _waiting(view: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def _error(text: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
-
-
 def _result(view: dict[str, Any]) -> types.CallToolResult:
     run_id, status = view["workflow_run_id"], view["status"]
     ids = {"workflow_run_id": run_id, "status": status}
     if status == "succeeded":
-        answer = view.get("result")
-        text = answer if isinstance(answer, str) else json.dumps(answer, sort_keys=True)
-        structured = answer if isinstance(answer, dict) else None
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=text)],
-            structured_content=structured,
-            meta={"agentfn": ids},
-        )
+        return answered(view.get("result"), ids)
     if status in ("failed", "cancelled"):
-        return _error(
+        return error(
             f"workflow run {run_id} {status}: {view.get('error_code')}: {view.get('error_message')}"
         )
     waiting = _waiting(view)
