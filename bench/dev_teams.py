@@ -35,7 +35,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from speed_dev import _free_port, wait_until_answering  # noqa: E402
+from speed_dev import running_dev  # noqa: E402
 
 WAITING = "awaiting_approval"
 ENDED = {"succeeded", "failed", "cancelled", WAITING}
@@ -91,54 +91,36 @@ def main() -> None:
     load = os.getloadavg()
     print(f"agentfn dev, demo team `support` to {WAITING}, each client polling its run every "
           f"{args.poll} s; load {load[0]:.2f} {load[1]:.2f}")  # fmt: skip
-    api_port, aws_port = _free_port(), _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "AGENTFN_"))}
-    env["PYTHONPATH"] = str(ROOT)
-    command = [sys.executable, "-m", "infra.cli", "dev", "--port", str(api_port)]
-    process = subprocess.Popen(
-        [*command, "--aws-port", str(aws_port)],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    api = f"http://127.0.0.1:{api_port}"
     spy = None
-    try:
-        wait_until_answering(api, 90)
-        for n in range(2):
-            team_run(api, n)  # warm: containers, caches
-        print(f"  {'at once':>8} {'waiting':>8} {'p50 s':>7} {'p95 s':>7} {'max s':>7}"
-              f" {'server CPU s/run':>17}")  # fmt: skip
-        for count in args.runs:
-            if args.profile and count == max(args.runs):
-                py_spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
-                form = "flamegraph" if args.profile.suffix == ".svg" else "raw"
-                record = ["record", "-o", str(args.profile), "-p", str(process.pid)]
-                spy = subprocess.Popen(
-                    [py_spy, *record, "--gil", "--nonblocking", "--rate", "200", "--format", form],
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                )
-                time.sleep(1)
-            cpu = cpu_seconds(process.pid)
-            took, waiting = batch(api, count, args.poll)
-            cpu = (cpu_seconds(process.pid) - cpu) / count
-            median = statistics.median(took)
-            print(
-                f"  {count:>8} {waiting:>5}/{count:<3}"
-                f"{median:>6.2f} {p95(took):>7.2f} {took[-1]:>7.2f} {cpu:>17.2f}"
-            )
-    finally:
-        if spy is not None:
-            spy.send_signal(2)
-            spy.wait(timeout=60)
-        process.terminate()
+    with running_dev(90) as (process, api, _):
         try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+            team_run(api, 0)  # warm: containers, caches
+            team_run(api, 1)
+            print(f"  {'at once':>8} {'waiting':>8} {'p50 s':>7} {'p95 s':>7} {'max s':>7}"
+                  f" {'server CPU s/run':>17}")  # fmt: skip
+            for count in args.runs:
+                if args.profile and count == max(args.runs):
+                    py_spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+                    form = "flamegraph" if args.profile.suffix == ".svg" else "raw"
+                    record = ["record", "-o", str(args.profile), "-p", str(process.pid), "--gil"]
+                    spy = subprocess.Popen(
+                        [py_spy, *record, "--nonblocking", "--rate", "200", "--format", form],
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                    )
+                    time.sleep(1)
+                cpu = cpu_seconds(process.pid)
+                took, waiting = batch(api, count, args.poll)
+                cpu = (cpu_seconds(process.pid) - cpu) / count
+                median = statistics.median(took)
+                print(
+                    f"  {count:>8} {waiting:>5}/{count:<3}"
+                    f"{median:>6.2f} {p95(took):>7.2f} {took[-1]:>7.2f} {cpu:>17.2f}"
+                )
+        finally:
+            if spy is not None:
+                spy.send_signal(2)
+                spy.wait(timeout=60)
     print(f"  load after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

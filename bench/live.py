@@ -135,7 +135,7 @@ def terminal_first_chunk(spec: Path) -> float:
 @contextmanager
 def dev_server(spec: Path | None) -> Iterator[str]:
     port, aws = _free_port(), _free_port()
-    command = [*AGENTFN, "dev", "--port", str(port), "--aws-port", str(aws)]
+    command = [*AGENTFN, "dev", "--offline", "--port", str(port), "--aws-port", str(aws)]
     if spec is not None:
         command += ["-f", str(spec)]
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}

@@ -16,7 +16,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -103,12 +105,15 @@ def connections(port: int, count: int) -> tuple[int, list[str], float]:
     return answered, errors, slowest
 
 
-def dev_server(runs: int) -> None:
-    print(f"\n4. `agentfn dev`: the demo agent `orders` over HTTP, {runs} runs")
+@contextmanager
+def running_dev(seconds: float) -> Iterator[tuple[subprocess.Popen[bytes], str, int]]:
+    """`agentfn dev --offline` on free loopback ports (the process, its API's URL and port)
+    until the block ends, then stopped. Offline: every AWS call in memory, so a benchmark
+    neither writes the project's `.agentfn/local/` nor meets a dev that holds it."""
     api_port, aws_port = _free_port(), _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "AGENTFN_"))}
     env["PYTHONPATH"] = str(ROOT)
-    command = [sys.executable, "-m", "infra.cli", "dev", "--port", str(api_port)]
+    command = [sys.executable, "-m", "infra.cli", "dev", "--offline", "--port", str(api_port)]
     process = subprocess.Popen(
         [*command, "--aws-port", str(aws_port)],
         cwd=ROOT,
@@ -118,7 +123,20 @@ def dev_server(runs: int) -> None:
     )
     api = f"http://127.0.0.1:{api_port}"
     try:
-        wait_until_answering(api, 60)
+        wait_until_answering(api, seconds)
+        yield process, api, api_port
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def dev_server(runs: int) -> None:
+    print(f"\n4. `agentfn dev`: the demo agent `orders` over HTTP, {runs} runs")
+    with running_dev(60) as (process, api, api_port):
         for n in range(3):
             demo_run(api, n)  # warm: the containers, the engine's caches
         first = statistics.median(demo_run(api)[0] for _ in range(5))
@@ -149,10 +167,3 @@ def dev_server(runs: int) -> None:
             "≈ same", after <= 1.5 * first)  # fmt: skip
         now, peak = _memory_mb(process.pid)
         row("dev server memory: now / peak", f"{now:.0f} / {peak:.0f} MB")
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
