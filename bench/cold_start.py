@@ -125,7 +125,7 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="build the shipped package here, and keep it")
     args = parser.parse_args()
     from infra.local.aws import LOCAL_BUCKET, LOCAL_TABLE, AwsClients, create_resources
-    from infra.local.dev_server import MotoServer, pointed_at
+    from infra.local.dev_aws import MotoServer, pointed_at
     from runtime.engine.loop import Engine
     from runtime.spec import load_compiled
 

@@ -161,7 +161,7 @@ def shipped_variants(work: Path) -> dict[str, list[Path]]:
 
 def cold_start(tries: int) -> None:
     from infra.local.aws import LOCAL_BUCKET, LOCAL_TABLE, AwsClients, create_resources
-    from infra.local.dev_server import MotoServer, pointed_at
+    from infra.local.dev_aws import MotoServer, pointed_at
     from runtime.engine.loop import Engine
     from runtime.spec import load_compiled
 
