@@ -71,15 +71,18 @@ class MotoServer:
         from infra.local import local_sfn
         from infra.local.dev_concurrency import serialized
         from infra.local.local_dynamodb import install
+        from infra.local.local_dynamodb_answers import direct
 
         install()  # moto's DynamoDB without its table-wide copies (infra.local.local_dynamodb)
         local_sfn.install()  # its Step Functions without per-execution parses (local_sfn)
         logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no access log per AWS call
-        served: Wsgi = serialized(Application(create_backend_app))
+        served: Wsgi = serialized(direct(Application(create_backend_app)))
         self.log: RequestLog | None = None
         if state is not None:  # DynamoDB and S3 kept on disk, shared with other processes
             self.log = RequestLog(served, state)
             served = self.log
+        self.served = served  # what this process's own clients reach in process
+        self._in_process: Callable[[], None] | None = None
         app = guarded(served, allowed)
         bound = socket.create_server((host, port), backlog=LISTEN_BACKLOG)
         with bound:  # werkzeug would sys.exit on OSError
@@ -87,6 +90,7 @@ class MotoServer:
                 host, port, app, True, request_handler=MotoRequestHandler, fd=bound.fileno()
             )
         self.port = self.server.socket.getsockname()[1]
+        self.host = host
         self.url = f"http://{host}:{self.port}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
@@ -102,8 +106,14 @@ class MotoServer:
                 self.log.catch_up()
                 self.log.compact_if_large()
         self.thread.start()
+        from infra.local.in_process import serve_in_process
+
+        # This process's clients skip loopback HTTP (infra.local.in_process); others use it.
+        self._in_process = serve_in_process(self.served, self.host, self.port)
 
     def stop(self) -> None:
+        if self._in_process is not None:
+            self._in_process()
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(timeout=5)
