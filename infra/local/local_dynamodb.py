@@ -39,6 +39,8 @@ def install() -> None:
         from moto.dynamodb.models import DynamoDBBackend
         from moto.dynamodb.models.table import Table
 
+        from infra.local import local_dynamodb_answers
+
         original_query = Table.query
         original_all_items = Table.all_items
 
@@ -62,6 +64,7 @@ def install() -> None:
         Table.all_items = all_items  # type: ignore[method-assign]
         Table.query = query  # type: ignore[method-assign]
         DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
+        local_dynamodb_answers.install()  # and its answers without a model walk per attribute
         _installed = True
 
 

@@ -301,13 +301,14 @@ class LocalAwsServer:
         from infra.local import local_sfn
         from infra.local.dev_concurrency import serialized
         from infra.local.local_dynamodb import install
+        from infra.local.local_dynamodb_answers import direct
 
         install()  # moto's DynamoDB without its table-wide copies (infra.local.local_dynamodb)
         local_sfn.install()  # its Step Functions without per-execution parses (local_sfn)
         import logging
 
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
-        self.log = RequestLog(serialized(Application(create_backend_app)), directory)
+        self.log = RequestLog(serialized(direct(Application(create_backend_app))), directory)
         self.server = make_server(HOST, 0, self.log, True, request_handler=MotoRequestHandler)
         self.port = int(self.server.socket.getsockname()[1])
         self.url = f"http://{HOST}:{self.port}"
