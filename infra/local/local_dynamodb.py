@@ -14,6 +14,19 @@ the embedded AWS slow down run after run (a 200-turn run spent most of its time 
   rest of moto's query (ranges, filters, paging, projections) runs as before. Index queries
   are left as they are.
 
+And one copy per query that nothing needs: moto deep-copies the items a table query found
+before it filters and projects them, though neither changes an item (a projection builds
+a new one) and the answer is built from fresh dicts (`dynamo_to_dict`); with team runs
+polled on `agentfn dev`, that copy was a tenth of each query. During a table query here,
+moto's table module sees a `copy` whose deepcopy of the results is a shallow list.
+
+And sizes counted without rebuilding the value: moto's `DynamoType.size` (an item's size,
+for the 400 KB limit on every write — once per attribute set, over all the attributes
+before it — and for the 1 MB page of every query, twice per item found) wraps each value
+of a map in a new DynamoType, which copies that value's whole subtree, at every level.
+`value_size` counts the same bytes by the same rules from the values as they are: a
+quarter of the CPU of a query returning 30 run records, before.
+
 moto's backends are not thread-safe: callers serialise requests (infra.local.aws.Serialized in
 process, infra.local.dev_concurrency for `agentfn dev`'s moto server), and these functions rely on
 that too. `install()` is idempotent and lasts for the process.
@@ -28,6 +41,21 @@ from typing import Any
 _installed = False
 _install_lock = threading.Lock()
 _partition = threading.local()  # (table, its partition's items) while one query runs
+#: moto's own DynamoType.size, once install() has replaced it (for comparisons).
+moto_size: Any = None
+
+
+class _QueryCopy:
+    """The `copy` module as moto's table module sees it: during a table query started here
+    (the only deepcopy in Table.query is of its results), a shallow list; else `copy`'s."""
+
+    copy = staticmethod(copy.copy)
+
+    @staticmethod
+    def deepcopy(value: Any, memo: Any = None) -> Any:
+        if getattr(_partition, "items", None) is not None and type(value) is list:
+            return list(value)
+        return copy.deepcopy(value, memo)
 
 
 def install() -> None:
@@ -36,7 +64,8 @@ def install() -> None:
     with _install_lock:
         if _installed:
             return
-        from moto.dynamodb.models import DynamoDBBackend
+        from moto.dynamodb.models import DynamoDBBackend, table
+        from moto.dynamodb.models.dynamo_type import DynamoType
         from moto.dynamodb.models.table import Table
 
         from infra.local import local_dynamodb_answers
@@ -61,11 +90,41 @@ def install() -> None:
             finally:
                 _partition.items = None
 
+        table.copy = _QueryCopy  # type: ignore[assignment]
+        global moto_size
+        moto_size = DynamoType.size
+        DynamoType.size = lambda self: value_size(self.type, self.value)  # type: ignore[method-assign]
         Table.all_items = all_items  # type: ignore[method-assign]
         Table.query = query  # type: ignore[method-assign]
         DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
         local_dynamodb_answers.install()  # and its answers without a model walk per attribute
         _installed = True
+
+
+def value_size(kind: str, value: Any) -> int:
+    """moto's DynamoType({kind: value}).size() (moto 5.x), its rules in its order: a number
+    counts its digits, a set or list its elements, a map its keys' UTF-8 bytes and values,
+    a boolean (BOOL, NULL) one byte, anything else its UTF-8 (or raw) bytes."""
+    if kind == "N":
+        return len(str(value))
+    if kind in ("SS", "NS", "BS"):
+        element = kind[0]
+        return sum(value_size(element, each) for each in value)
+    if kind == "L":
+        return sum(_size_of(each) for each in value)
+    if kind == "M":
+        return sum(len(key.encode("utf-8")) + _size_of(each) for key, each in value.items())
+    if isinstance(value, bool):
+        return 1
+    return len(value if isinstance(value, bytes) else value.encode("utf-8"))
+
+
+def _size_of(typed: Any) -> int:
+    """value_size of a DynamoType, or of a `{kind: value}` dict (moto accepts either)."""
+    if isinstance(typed, dict):
+        ((kind, value),) = typed.items()
+        return value_size(kind, value)
+    return value_size(typed.type, typed.value)
 
 
 def partition_items(table: Any, hash_key: Any) -> list[Any]:

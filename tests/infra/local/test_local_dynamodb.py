@@ -177,3 +177,37 @@ def test_queries_page_and_order_as_before(aws: AwsClients) -> None:
         kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
     assert seen == [f"item#{n:03d}" for n in range(19, 4, -1)]
     assert _everything(ddb, "nothing-here") == []
+
+
+def test_a_query_leaves_the_items_it_found_as_they_were(aws: AwsClients) -> None:
+    """moto's copy of a query's results is left out (infra.local.local_dynamodb): filtering,
+    projecting and answering must not change the stored items, and a later write must not
+    change an answer already given."""
+    ddb = aws.dynamodb
+    item = {
+        **_key("kept", "a"),
+        "doc": {"M": {"list": {"L": [{"S": "x"}, {"N": "1"}]}, "tags": {"SS": ["t1", "t2"]}}},
+        "n": {"N": "5"},
+    }
+    ddb.put_item(TableName=TABLE, Item=item)
+    found = ddb.query(
+        TableName=TABLE,
+        KeyConditionExpression="pk = :pk",
+        FilterExpression="n > :four",
+        ProjectionExpression="pk, doc.tags, n",
+        ExpressionAttributeValues={":pk": {"S": "kept"}, ":four": {"N": "4"}},
+    )["Items"]
+    assert len(found) == 1 and found[0]["pk"] == item["pk"] and found[0]["n"] == {"N": "5"}
+    assert sorted(found[0]["doc"]["M"]["tags"]["SS"]) == ["t1", "t2"]  # a set: any order
+    whole = _everything(ddb, "kept")
+    assert whole == [item]
+    ddb.update_item(
+        TableName=TABLE,
+        Key=_key("kept", "a"),
+        UpdateExpression="SET doc.#l[0] = :y ADD n :one",
+        ExpressionAttributeNames={"#l": "list"},
+        ExpressionAttributeValues={":y": {"S": "y"}, ":one": {"N": "1"}},
+    )
+    assert whole == [item]  # the earlier answer is its own
+    after = _everything(ddb, "kept")[0]
+    assert after["doc"]["M"]["list"]["L"][0] == {"S": "y"} and after["n"] == {"N": "6"}

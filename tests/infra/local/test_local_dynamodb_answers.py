@@ -103,3 +103,39 @@ def test_every_kind_of_attribute_reads_back_through_botocore() -> None:
         )
     assert got["Item"] == item
     assert found["Items"] == [item]
+
+
+@settings(max_examples=300, deadline=None)
+@given(items)
+def test_item_sizes_are_counted_as_moto_counts_them(item: dict[str, Any]) -> None:
+    """infra.local.local_dynamodb.value_size gives moto's DynamoType.size, which the 400 KB
+    item limit and the 1 MB query page rest on (binary as moto holds it: bytes, or the
+    base64 text a request carried)."""
+    from moto.dynamodb.models.dynamo_type import DynamoType, Item
+
+    from infra.local import local_dynamodb
+
+    local_dynamodb.install()
+    for as_text in (False, True):
+        attrs = {k: DynamoType(_binary_as_text(v) if as_text else v) for k, v in item.items()}
+        for value in attrs.values():
+            assert value.size() == local_dynamodb.moto_size(value)
+        whole = Item(DynamoType({"S": "pk"}), DynamoType({"S": "sk"}), attrs)
+        assert whole.size() == sum(
+            len(k.encode()) + local_dynamodb.moto_size(v) for k, v in attrs.items()
+        )
+
+
+def _binary_as_text(value: dict[str, Any]) -> dict[str, Any]:
+    import base64
+
+    ((kind, inner),) = value.items()
+    if kind == "B":
+        return {"B": base64.b64encode(inner).decode()}
+    if kind == "BS":
+        return {"BS": [base64.b64encode(each).decode() for each in inner]}
+    if kind == "M":
+        return {"M": {k: _binary_as_text(v) for k, v in inner.items()}}
+    if kind == "L":
+        return {"L": [_binary_as_text(v) for v in inner]}
+    return value
