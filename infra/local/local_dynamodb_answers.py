@@ -15,6 +15,12 @@ through the same path, one by one); any other value (binary, booleans, NULL, any
 unexpected) goes through moto's own walk. tests/infra/local/test_local_dynamodb_answers.py
 compares both on generated items. `install()` is idempotent and lasts for the process.
 
+**Reading.** botocore reads every answer by the same kind of walk, on the client side (in
+this process: the stack's functions, the API, the Step Functions interpreter): for each
+`AttributeValue`, its ten members looked up one by one. `install()` gives botocore's JSON
+parser the same direct path for the same kinds (strings, numbers, their sets, maps,
+lists), and leaves the rest to botocore; the test compares both on generated items too.
+
 **Dispatching.** moto's server hands every request to a Flask app (request context,
 URL routing over the service's rules, CORS) that calls the service's `dispatch` with a
 normalised request and turns its (status, headers, body) into a response. `direct(app)`
@@ -40,8 +46,10 @@ _NESTED = frozenset({"M", "L"})
 
 _installed = False
 _lock = threading.Lock()
-#: moto's own JSONSerializer._serialize, once install() has replaced it (for comparisons).
+#: moto's own JSONSerializer._serialize and botocore's BaseJSONParser._handle_structure,
+#: once install() has replaced them (for comparisons).
 generic_serialize: Any = None
+generic_parse: Any = None
 
 
 def install() -> None:
@@ -64,7 +72,44 @@ def install() -> None:
                 generic(self, serialized, value, shape, key)
 
         JSONSerializer._serialize = _serialize  # type: ignore[method-assign]
+        _install_reading()
         _installed = True
+
+
+def _install_reading() -> None:
+    """botocore's JSON parser with the direct path for AttributeValue (lock held)."""
+    global generic_parse
+    from botocore.parsers import BaseJSONParser
+
+    generic = generic_parse = BaseJSONParser._handle_structure
+
+    def _handle_structure(self: Any, shape: Any, value: Any) -> Any:
+        if shape.name == ATTRIBUTE_VALUE:
+            found = read(self, shape, value)
+            if found is not None:
+                return found
+        return generic(self, shape, value)
+
+    BaseJSONParser._handle_structure = _handle_structure
+
+
+def read(parser: Any, shape: Any, value: Any) -> dict[str, Any] | None:
+    """AttributeValue `value` as botocore's walk reads it; None when it is not one of the
+    kinds read here."""
+    if type(value) is not dict or len(value) != 1:
+        return None
+    ((kind, inner),) = value.items()
+    if kind in _TEXT:
+        return {kind: inner} if type(inner) is str else None
+    if kind in _TEXT_SETS:
+        if type(inner) is not list or not all(type(item) is str for item in inner):
+            return None
+        return {kind: list(inner)}
+    if kind == "M" and type(inner) is dict:
+        return {kind: parser._handle_map(shape.members[kind], inner)}
+    if kind == "L" and type(inner) is list:
+        return {kind: parser._handle_list(shape.members[kind], inner)}
+    return None
 
 
 def write(serializer: Any, serialized: dict[str, Any], value: Any, shape: Any, key: str) -> bool:
