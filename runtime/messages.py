@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from runtime.trusted import same_fields
+
 
 class _Msg(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -19,6 +21,9 @@ class _Msg(BaseModel):
 class Usage(_Msg):
     input_tokens: int = 0
     output_tokens: int = 0
+
+    def __eq__(self, other: object) -> bool:
+        return same_fields(self, other)  # pydantic's answer, faster (runtime.trusted)
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(

@@ -25,6 +25,8 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from runtime.events import Event
 from runtime.messages import Message, UserMessage, as_earlier, message_from_dict
 from runtime.store.base import BlobStore, RunHead
@@ -70,9 +72,11 @@ def record_item(
     messages: list[tuple[int, Message]],
     events: list[Event],
     blobs: BlobStore,
-    attempt: str,
+    attempt: Callable[[], str],
 ) -> Item:
-    """The record of a commit that makes `head` (its version and counters already moved)."""
+    """The record of a commit that makes `head` (its version and counters already moved).
+    `attempt()`: this commit attempt's own token, for the keys of what it offloads (asked
+    only when something is: most commits offload nothing)."""
     run = head.run_id
     first = head.event_seq - len(events)
     item: Item = {
@@ -85,21 +89,39 @@ def record_item(
     msgs = []
     for seq, message in messages:
         doc = message.model_dump_json(exclude_none=True)  # pydantic's serializer: fast
-        earlier = as_earlier(message) if len(doc.encode()) > BODY_LIMIT else message
+        if len(doc.encode()) <= BODY_LIMIT:
+            msgs.append(doc)
+            continue
+        earlier = as_earlier(message)
         short = earlier.model_dump_json(exclude_none=True) if earlier is not message else None
-        msgs.append(_entry(doc, f"bodies/{run}/M{seq:06d}.{attempt}.json", blobs, short))
-    evs = [
-        _entry(e.model_dump_json(), f"bodies/{run}/E{e.seq:08d}.{attempt}.json", blobs)
-        for e in events
-    ]
-    content = {"msgs": "[" + ",".join(msgs) + "]", "evs": "[" + ",".join(evs) + "]"}
+        msgs.append(_entry(doc, f"bodies/{run}/M{seq:06d}.{attempt()}.json", blobs, short))
+    content = {"msgs": "[" + ",".join(msgs) + "]", "evs": _events_json(events, run, blobs, attempt)}
     if sum(len(v) for v in content.values()) > RECORD_LIMIT:
-        ref = f"bodies/{run}/T{head.version:08d}.{attempt}.json"
+        ref = f"bodies/{run}/T{head.version:08d}.{attempt()}.json"
         blobs.put(ref, json.dumps(content).encode())
         item["body"] = ref
     else:
         item.update({k: v for k, v in content.items() if v != "[]"})
     return item
+
+
+_EVENTS: TypeAdapter[list[Event]] = TypeAdapter(list[Event])
+
+
+def _events_json(
+    events: list[Event], run: str, blobs: BlobStore, attempt: Callable[[], str]
+) -> str:
+    """The events as a JSON list: in one pass when all of them are under BODY_LIMIT
+    together (the same text as one by one, at half the cost), else each offloaded as
+    needed."""
+    together = _EVENTS.dump_json(events)
+    if len(together) <= BODY_LIMIT:
+        return together.decode()
+    entries = [
+        _entry(e.model_dump_json(), f"bodies/{run}/E{e.seq:08d}.{attempt()}.json", blobs)
+        for e in events
+    ]
+    return "[" + ",".join(entries) + "]"
 
 
 def _content(item: Item, blobs: BlobStore, name: str) -> list[Any]:

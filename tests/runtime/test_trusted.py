@@ -1,0 +1,105 @@
+"""runtime.trusted builds models without validation on the per-turn path: each use must give
+what pydantic's own (validated) construction, copy and equality give, byte for byte."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import BaseModel
+
+from runtime.events import Event, made_event
+from runtime.messages import Usage
+from runtime.store.base import ContextState, RunHead, Spend
+from runtime.trusted import copied, made
+
+
+def test_made_event_is_the_validated_event() -> None:
+    data = {"turn": 3, "inputs": {"a": [1, 2]}, "text": "é"}
+    made = made_event(7, "tool_call", 1_790_000_000.25, "run1", data)
+    validated = Event(seq=7, type="tool_call", at=1_790_000_000.25, run_id="run1", data=data)
+    assert made == validated
+    assert made.model_dump_json() == validated.model_dump_json()
+    assert made.model_fields_set == validated.model_fields_set
+    assert made.data is not data  # validation copies the dict: so does made_event
+    # A clock that answers in whole seconds: validation makes the float, so must this.
+    whole = made_event(1, "run_started", 5, "r", {})
+    assert (
+        whole.model_dump_json()
+        == Event(seq=1, type="run_started", at=5, run_id="r").model_dump_json()
+    )
+
+
+def test_made_is_model_construct() -> None:
+    values = {"input_tokens": 3, "output_tokens": 4}
+    assert made(Usage, dict(values)) == Usage(**values)
+    assert made(Usage, dict(values)).model_dump_json() == Usage(**values).model_dump_json()
+
+
+def _head(**extra: object) -> RunHead:
+    return RunHead(
+        run_id="r",
+        agent="a",
+        session_id="s",
+        run_key="k",
+        spec_hash="h",
+        agent_hash="g",
+        created_at=1.0,
+        updated_at=1.0,
+        expires_at=2,
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+@pytest.mark.parametrize(
+    "update",
+    [
+        {},
+        {"version": 2, "usage": Usage(input_tokens=5), "lease_owner": None},
+        {"warnings": ["w"], "context": ContextState(base=4), "status": "succeeded"},
+    ],
+)
+def test_copied_is_model_copy(update: dict[str, object]) -> None:
+    head = _head(turn=3)
+    ours, theirs = copied(head, update), head.model_copy(update=update)
+    assert ours == theirs
+    assert ours.model_fields_set == theirs.model_fields_set
+    assert ours.model_dump_json(exclude_defaults=True) == theirs.model_dump_json(
+        exclude_defaults=True
+    )
+    assert head.version == 0 and ours is not head  # the original is untouched
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        (Usage(), Usage()),
+        (Usage(input_tokens=1), Usage()),
+        (Usage(), Spend()),
+        (Spend(tokens=2, cost_usd=0.5), Spend(tokens=2, cost_usd=0.5)),
+        (Spend(), Spend(cost_usd=0.1)),
+        (ContextState(), ContextState()),
+        (ContextState(answers_before={"a": 1}), ContextState()),
+        (Usage(), 0),
+        (Usage(), None),
+    ],
+)
+def test_fast_equality_is_pydantics(a: BaseModel, b: object) -> None:
+    assert (a == b) is BaseModel.__eq__(a, b) or (
+        BaseModel.__eq__(a, b) is NotImplemented and (a == b) is False
+    )
+    assert (a != b) is (a == b) ^ True
+
+
+def test_head_without_defaults_is_unchanged() -> None:
+    """A head at its defaults and one far from them serialise as pydantic always did."""
+    far = _head(
+        usage=Usage(input_tokens=9),
+        context=ContextState(base=2, answers_before={"a": 1}),
+        session_spent=Spend(tokens=1),
+        usage_by_agent={"a": Usage(output_tokens=2)},
+    )
+    near = _head(usage=Usage(), context=ContextState(), session_spent=Spend())
+    assert "usage" not in near.model_dump_json(exclude_defaults=True)
+    assert '"usage":{"input_tokens":9}' in far.model_dump_json(exclude_defaults=True)
+    assert '"context":{"base":2,"answers_before":{"a":1}}' in far.model_dump_json(
+        exclude_defaults=True
+    )
