@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from runtime.trusted import same_fields
+from runtime.trusted import made, same_fields
 
 
 class _Msg(BaseModel):
@@ -26,9 +26,12 @@ class Usage(_Msg):
         return same_fields(self, other)  # pydantic's answer, faster (runtime.trusted)
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
+        return made(  # two sums of ints: nothing to validate (runtime.trusted)
+            Usage,
+            {
+                "input_tokens": self.input_tokens + other.input_tokens,
+                "output_tokens": self.output_tokens + other.output_tokens,
+            },
         )
 
 

@@ -22,6 +22,7 @@ event loop (its default executor, behind `asyncio.to_thread`, is a DaemonPool to
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import queue
@@ -87,7 +88,8 @@ class DaemonPool(ThreadPoolExecutor):
                         future.set_exception(exc)
                 del future, call
             else:
-                item()
+                with contextlib.suppress(BaseException):  # `run`'s work reports its own
+                    item()
             del item
             with self._lock:
                 self._idle += 1
@@ -152,11 +154,12 @@ async def run_blocking(
         if waiter.done():  # cancelled while it queued: never started
             return
         try:
-            result = context.run(func, *args, **kwargs)
+            report: tuple[Callable[..., None], Any] = (_done, context.run(func, *args, **kwargs))
         except BaseException as exc:  # the awaiting task's to handle
-            loop.call_soon_threadsafe(_failed, waiter, exc)
-        else:
-            loop.call_soon_threadsafe(_done, waiter, result)
+            report = (_failed, exc)
+        # The loop may have closed (an abandoned call's loop ended): nobody waits for it.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(report[0], waiter, report[1])
 
     executor.run(work)
     return await waiter

@@ -121,3 +121,28 @@ def test_a_call_whose_waiter_gave_up_while_it_queued_never_runs() -> None:
 
     asyncio.run(main())
     assert ran == ["hold"]
+
+
+def test_a_call_that_outlives_its_loop_leaves_its_thread_serving() -> None:
+    """A call abandoned at its timeout ends after its event loop closed: its result goes
+    nowhere, and the thread goes on serving the pool (a one-thread pool would hang)."""
+    import asyncio
+
+    from runtime.tools.threads import run_blocking
+
+    pool = DaemonPool(1, "outlive-test")
+
+    async def abandon() -> None:
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(run_blocking(pool, time.sleep, 0.2), 0.02)
+
+    asyncio.run(abandon())  # the loop closes while the call still sleeps
+    time.sleep(0.4)
+
+    async def later() -> str:
+        return await asyncio.wait_for(run_blocking(pool, str, 7), 5)
+
+    assert asyncio.run(later()) == "7"
+    assert [t.name for t in threading.enumerate() if t.name.startswith("outlive-test")] == [
+        "outlive-test_1"
+    ]
