@@ -74,7 +74,12 @@ class ToolCall(_Msg):
         """The arguments as JSON text (the raw text when they did not parse)."""
         if self.arguments is None:
             return self.raw_arguments or ""
-        return json.dumps(self.arguments, sort_keys=True, separators=(",", ":"))
+        return _ARGUMENTS_JSON.encode(self.arguments)
+
+
+#: json.dumps(…, sort_keys=True, separators=(",", ":")), its encoder made once: dumps with
+#: options builds a new JSONEncoder per call, and every turn encodes its calls' arguments.
+_ARGUMENTS_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
 
 
 class UserMessage(_Msg):

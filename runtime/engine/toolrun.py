@@ -37,11 +37,16 @@ def error_result(
     )
 
 
+#: json.dumps(…, ensure_ascii=False, default=str) with its encoder made once (dumps with
+#: options builds one per call; every tool result is rendered).
+_OUTPUT_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
+
+
 def render_output(output: Any) -> str:
     if isinstance(output, str):
         return output
     try:
-        return json.dumps(output, ensure_ascii=False, default=str)
+        return _OUTPUT_JSON.encode(output)
     except (TypeError, ValueError):
         return str(output)
 

@@ -97,7 +97,10 @@ def _same_prefix(known: list[Message], view: Sequence[Message], same: int) -> bo
     identical items as equal without comparing them (a C loop, ~10 times faster than
     `all(map(is_, …))`); an item equal but not identical counts the same tokens anyway."""
     mine = known if len(known) == same else known[:same]
-    theirs = view if len(view) == same and isinstance(view, list) else list(view[:same])
+    if isinstance(view, list):
+        theirs = view if len(view) == same else view[:same]
+    else:
+        theirs = list(view[:same])
     return mine == theirs
 
 

@@ -103,3 +103,12 @@ def test_head_without_defaults_is_unchanged() -> None:
     assert '"context":{"base":2,"answers_before":{"a":1}}' in far.model_dump_json(
         exclude_defaults=True
     )
+
+
+def test_made_without_every_field_falls_back_to_model_construct() -> None:
+    """A field the caller does not name (one added to the model later) takes its default."""
+    from runtime.messages import ToolCall
+
+    call = made(ToolCall, {"id": "c", "name": "n", "arguments": {"a": 1}})
+    assert call == ToolCall(id="c", name="n", arguments={"a": 1})
+    assert call.provider_data is None and call.raw_arguments is None
