@@ -112,3 +112,58 @@ def test_made_without_every_field_falls_back_to_model_construct() -> None:
     call = made(ToolCall, {"id": "c", "name": "n", "arguments": {"a": 1}})
     assert call == ToolCall(id="c", name="n", arguments={"a": 1})
     assert call.provider_data is None and call.raw_arguments is None
+
+
+def test_head_doc_is_pydantics_exclude_defaults_for_copies_and_assignments() -> None:
+    """head_doc looks only at fields ever set: copies (model_copy, copied) and assignments
+    mark theirs, so it matches the plain dump; a value changed in place is the one thing it
+    cannot see (no code does that: tests/conftest.py checks every committed head)."""
+    from runtime.store import records
+
+    head_doc = records.head_doc  # as tests/conftest.py checks it
+
+    head = _head()
+    changed = copied(head.model_copy(update={"warnings": ["w"]}), {"usage": Usage(output_tokens=1)})
+    changed.sweep_after = 5.0
+    changed.status = "running"  # set, but at its default: still left out
+    for h in (head, changed):
+        assert head_doc(h) == h.model_dump_json(exclude_defaults=True)
+    head.warnings.append("in place")  # the contract's one exception: the tests' check sees it
+    with pytest.raises(AssertionError, match="without being marked set"):
+        head_doc(head)
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        {"i": 1, "nested": [1.5, None]},
+        "x" * 9000,  # over the inline size: cached whole, a preview inline
+        None,
+        "rich",
+    ],
+)
+def test_a_shaped_tool_result_is_the_validated_message(output: object) -> None:
+    """shape_output builds its ToolResultMessage without validation: it must equal, and
+    serialise like, the message validation makes from the same values."""
+    from runtime.engine.toolrun import shape_output
+    from runtime.messages import ImagePart, ToolCall, ToolResultMessage
+    from runtime.store.memory import MemoryBlobs
+    from runtime.tools.base import FunctionTool, RichOutput, ToolContext, ToolImage
+
+    if output == "rich":
+        output = RichOutput(
+            text="t", full={"a": 1}, is_error=True, images=[ToolImage("image/png", "aGk=")]
+        )
+    tool = FunctionTool("n", "d", {}, None, reference="n")
+    call = ToolCall(id="c", name="n", arguments={"q": [1]})
+    ctx = ToolContext("r", "s", "a", "c")
+    made_one = shape_output(
+        tool, call, ctx, output, turn=2, cap=4000, blobs=MemoryBlobs(), duration_ms=3
+    )
+    validated = ToolResultMessage.model_validate(made_one.model_dump())
+    assert made_one == validated
+    assert made_one.model_dump_json(exclude_none=True) == validated.model_dump_json(
+        exclude_none=True
+    )
+    assert made_one.inputs == call.arguments and made_one.inputs is not call.arguments
+    assert all(isinstance(i, ImagePart) for i in made_one.images)
