@@ -6,6 +6,7 @@ lists the agents as tools over streamable HTTP and calls one."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,7 +28,9 @@ def message(text: str | None = None, data: Any = None, **ids: str) -> pb.SendMes
     part = pb.Part(text=text) if text is not None else pb.Part()
     if data is not None:
         json_format.ParseDict(data, part.data)
-    msg = pb.Message(message_id=f"m-{text or 'data'}", role=pb.ROLE_USER, parts=[part], **ids)
+    # an id of its own per message, as a client sends it: a repeated id is a retry, and is
+    # answered with the first message's task (handlers.a2a)
+    msg = pb.Message(message_id=str(uuid.uuid4()), role=pb.ROLE_USER, parts=[part], **ids)
     return pb.SendMessageRequest(message=msg)
 
 
