@@ -1,6 +1,7 @@
 """The A2A server of one agent: its agent card, and JSON-RPC 2.0 (A2A 1.0 methods
-SendMessage, GetTask, CancelTask; SendStreamingMessage and SubscribeToTask where the host
-can stream, see infra/local/dev_protocols.py) over the RunService.
+SendMessage, GetTask, ListTasks (per context), CancelTask; SendStreamingMessage and
+SubscribeToTask where the host can stream, see infra/local/dev_protocols.py) over the
+RunService.
 
 Only the SDK's types, JSON mapping and error details are imported (about 0.4 s at a cold
 start): its server package (request handlers, task store, the A2A 0.3 compatibility types)
@@ -29,7 +30,13 @@ from google.protobuf import json_format
 
 from runtime.errors import InvalidRequest, RunNotFound, WrongState
 from runtime.naming import run_belongs_to
-from runtime.protocols.a2a_tasks import DECISION_KEYS, message_data, message_text, task_of
+from runtime.protocols.a2a_tasks import (
+    DECISION_KEYS,
+    list_tasks,
+    message_data,
+    message_text,
+    task_of,
+)
 from runtime.protocols.a2a_tasks import waiting_view as waiting_in
 from runtime.routes import A2A_CARD_PATH
 
@@ -174,6 +181,9 @@ class A2aServer:
                 request = _parse(params, pb.GetTaskRequest())
                 task = task_of(self.service.get(self.owned(agent, request.id)))
                 return prepare_response_object(request_id, task, (pb.Task,))
+            if method == "ListTasks":
+                listing = list_tasks(self.service, agent, _parse(params, pb.ListTasksRequest()))
+                return prepare_response_object(request_id, listing, (pb.ListTasksResponse,))
             if method == "CancelTask":
                 request = _parse(params, pb.CancelTaskRequest())
                 run_id = self.owned(agent, request.id)

@@ -357,3 +357,39 @@ def _runs_of(agent: str, stack: EmbeddedStack) -> set[str]:
     items = stack.clients.dynamodb.scan(TableName=stack.clients.table)["Items"]
     runs = {i["pk"]["S"].removeprefix("RUN#") for i in items if i["sk"]["S"] == "HEAD"}
     return {run for run in runs if run_belongs_to(run, agent)}
+
+
+def test_list_tasks_pages_a_contexts_tasks_newest_first(stack: EmbeddedStack) -> None:
+    asked = [send("orders", f"status of ORD-100{i}", contextId="a2a-list-1") for i in (1, 2, 3)]
+    send("orders", "status of ORD-1001", contextId="a2a-list-other")
+
+    def listing(**params: Any) -> pb.ListTasksResponse:
+        answer = rpc("orders", "ListTasks", {"contextId": "a2a-list-1", **params})
+        assert "result" in answer, answer
+        return json_format.ParseDict(answer["result"], pb.ListTasksResponse())
+
+    whole = listing()
+    assert [t.id for t in whole.tasks] == [t.id for t in reversed(asked)]
+    assert whole.total_size == 3 and not whole.next_page_token
+    assert all(not t.artifacts and t.status.state == pb.TASK_STATE_COMPLETED for t in whole.tasks)
+    assert all(t.artifacts for t in listing(includeArtifacts=True).tasks)
+
+    first = listing(pageSize=2)
+    assert [t.id for t in first.tasks] == [asked[2].id, asked[1].id] and first.next_page_token
+    rest = listing(pageSize=2, pageToken=first.next_page_token)
+    assert [t.id for t in rest.tasks] == [asked[0].id] and not rest.next_page_token
+    assert not listing(status="TASK_STATE_INPUT_REQUIRED").tasks
+    assert listing(status="TASK_STATE_COMPLETED").total_size == 3
+
+
+def test_list_tasks_refuses_what_it_cannot_answer_naming_the_field(stack: EmbeddedStack) -> None:
+    for params, field in [
+        ({}, "contextId"),
+        ({"contextId": "c", "pageSize": 0}, "page size"),
+        ({"contextId": "c", "pageSize": 101}, "page size"),
+        ({"contextId": "c", "statusTimestampAfter": "2026-01-01T00:00:00Z"}, "statusTimestamp"),
+        ({"contextId": "c", "pageToken": "bm90LWEtdGFzaw"}, "pageToken"),
+    ]:
+        answer = rpc("orders", "ListTasks", params)
+        assert answer["error"]["code"] == -32602, (params, answer)
+        assert field in answer["error"]["message"], (params, answer)

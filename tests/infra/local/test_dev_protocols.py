@@ -109,3 +109,26 @@ def test_the_mcp_client_lists_the_agents_and_calls_one(dev: Dev) -> None:
     assert not result.is_error
     assert result.structured_content["order_id"] == "ORD-1002"
     assert "ORD-1002" in result.content[0].text
+
+
+def test_the_sdk_client_lists_a_contexts_tasks(dev: Dev) -> None:
+    context = f"sdk-list-{uuid.uuid4().hex[:8]}"
+    for order in ("ORD-1001", "ORD-1002"):
+        asyncio.run(
+            exchange(dev, "orders", message(f"status of {order}", context_id=context), False)
+        )
+
+    async def listing() -> pb.ListTasksResponse:
+        async with httpx.AsyncClient(timeout=60) as http:
+            config = ClientConfig(streaming=False, httpx_client=http)
+            client = await create_client(f"{dev.api}/a2a/orders", config)
+            request = pb.ListTasksRequest(context_id=context, include_artifacts=True)
+            return await client.list_tasks(request)
+
+    found = asyncio.run(listing())
+    assert found.total_size == 2 and len(found.tasks) == 2
+    assert {t.context_id for t in found.tasks} == {context}
+    orders = [
+        json_format.MessageToDict(t.artifacts[0].parts[1].data)["order_id"] for t in found.tasks
+    ]
+    assert orders == ["ORD-1002", "ORD-1001"]  # newest first
