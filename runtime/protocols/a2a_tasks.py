@@ -170,25 +170,25 @@ def list_tasks(service: Any, agent: str, request: pb.ListTasksRequest) -> pb.Lis
     if request.HasField("page_size"):
         validate_page_size(request.page_size)
     size = request.page_size or DEFAULT_LIST_TASKS_PAGE_SIZE
-    runs = list(reversed(service.engine.store.session_runs(agent, request.context_id)))
-    tasks = [task_of(service.get(run)) for run in runs]
-    if request.status:
-        tasks = [task for task in tasks if task.status.state == request.status]
+    ids = list(reversed(service.engine.store.session_runs(agent, request.context_id)))
+    known: dict[str, pb.Task] = {}
+    if request.status:  # a state filter reads every run; else only the page's are read
+        known = {run: task_of(service.get(run)) for run in ids}
+        ids = [run for run in ids if known[run].status.state == request.status]
     start = 0
     if request.page_token:
         after = decode_page_token(request.page_token)
-        ids = [task.id for task in tasks]
         if after not in ids:
             raise a2a_errors.InvalidParamsError("pageToken: not a token of this listing")
         start = ids.index(after) + 1
-    page = tasks[start : start + size]
+    page = [known.get(run) or task_of(service.get(run)) for run in ids[start : start + size]]
     if not request.include_artifacts:
         for task in page:
             task.ClearField("artifacts")
-    more = start + size < len(tasks)
+    more = start + size < len(ids)
     return pb.ListTasksResponse(
         tasks=page,
         next_page_token=encode_page_token(page[-1].id) if more and page else "",
         page_size=size,
-        total_size=len(tasks),
+        total_size=len(ids),
     )
