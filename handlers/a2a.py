@@ -41,12 +41,12 @@ def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
 def _start_once(
     agent: str, body: dict[str, Any], message_id: str, caller: str, context: Any
 ) -> tuple[int, dict[str, Any]]:
-    """handlers.api.start_run keyed by `a2a:<messageId>`; Powertools' refusals as A2A errors
+    """handlers.api_starts.start_run keyed by `a2a:<messageId>`; Powertools' refusals as A2A errors
     naming message.messageId (a reused id with another message; the first still running)."""
     from a2a.utils import errors as a2a_errors
     from aws_lambda_powertools.utilities.idempotency import exceptions
 
-    from handlers.api import start_run
+    from handlers.api_starts import start_run
 
     try:
         return start_run(agent, body, f"a2a:{message_id}" if message_id else None, caller, context)
