@@ -132,7 +132,10 @@ def commit_items(commit: Commit, blobs: BlobStore) -> CommitItems:
         upserts.append({"pk": pk, "sk": sk, "expires_at": head.expires_at, "doc": doc})
     indexed = head.sweep_indexed
     wanted = "" if head.status in TERMINAL else sweep_at(head.sweep_after)
-    head.sweep_indexed = wanted  # the record says what the index holds once it is written
+    # The record says what the index holds once it is written. (Pydantic's setattr, without
+    # its Python dispatch: a head has no assignment validation; every commit does this.)
+    head.__dict__["sweep_indexed"] = wanted
+    head.__pydantic_fields_set__.add("sweep_indexed")
     index = index_item(head) if upserts or wanted != indexed else None
     first = bool(wanted) and (not indexed or wanted < indexed)
     record = records.record_item(head, commit.messages, commit.events, blobs, attempt)
