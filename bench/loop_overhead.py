@@ -5,7 +5,7 @@ Run:  .venv/bin/python bench/loop_overhead.py          (after `python3 scripts/d
 What it measures (budgets from the engine issue):
 - per-turn framework overhead with the scripted model and an in-memory store, for runs of
   N = 10, 50 and 200 turns (budget: ≤ 0.2 ms/turn), and whether the cost per turn is
-  constant in N (turns 191–200 within 1.2× of turns 1–10);
+  constant in N (turns 191-200 within 1.2x of turns 1-10);
 - the same runs on moto (DynamoDB + S3 in process): DynamoDB requests and bytes written per
   step as N grows (budget: constant);
 - the time `import handlers.<name>` adds to a bare `import boto3` (budget: < 0.1 s).

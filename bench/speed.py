@@ -46,10 +46,10 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import yaml  # noqa: E402
+from table import row  # noqa: E402
 
 from infra.sam import layer_build  # noqa: E402
 from infra.sam.layers import DEPENDENCIES  # noqa: E402
-from table import row  # noqa: E402
 
 PY = f"python{sys.version_info.major}.{sys.version_info.minor}"
 FIRST_INVOCATION = """

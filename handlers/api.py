@@ -18,13 +18,12 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from handlers import api_service, observe
+from handlers import api_service, api_starts, observe
 from handlers.api_requests import (
     IDEMPOTENCY_HEADER,
     MAX_BODY_BYTES,
     caller_of,
     error_answer,
-    idempotent,
     json_body,
     openapi_document,
     time_left,
@@ -33,22 +32,19 @@ from handlers.api_requests import (
     unsupported_media,
 )
 from handlers.api_service import approve, the_service
+from handlers.api_starts import start_run
 from handlers.protocols import protocol_answer
 from runtime.routes import ROUTES
 
 MAX_WAIT_SECONDS = 25.0  # API Gateway gives up at 29 s
-IDEMPOTENCY_TABLE_ENV = "AGENTFN_IDEMPOTENCY_TABLE"
 PREWARMED = {"provisioned-concurrency", "snap-start"}  # AWS_LAMBDA_INITIALIZATION_TYPE
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 Answer = tuple[int, dict[str, Any]]
 
 _UNSET: Any = object()
-_idempotency: Any = _UNSET  # a Powertools persistence layer; None: Idempotency-Key ignored
-_starter: Any = None  # (layer, config, idempotent start) for that layer
 _built: dict[str, Any] = {}  # "resolve", "app", then "openapi" once asked for
 _build_lock = threading.Lock()
-_request_time_left = threading.local()  # for the idempotent start, which takes one payload
 
 
 def configure(service: Any = None, *, idempotency: Any = _UNSET) -> None:
@@ -56,18 +52,9 @@ def configure(service: Any = None, *, idempotency: Any = _UNSET) -> None:
     Powertools persistence layer for Idempotency-Key records (None: the header is ignored;
     left out: the layer stays as it is, by default the table AGENTFN_IDEMPOTENCY_TABLE
     names, if set)."""
-    global _idempotency, _starter
     api_service.use(service)
     if idempotency is not _UNSET:
-        _idempotency, _starter = idempotency, None
-
-
-def idempotency_store(table: str, client: Any = None) -> Any:
-    """Records in their own table (Powertools' layout: key `id`, TTL `expiration`), one
-    partition per key: no hot partition, and only the API may read or write them."""
-    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
-
-    return DynamoDBPersistenceLayer(table_name=table, boto3_client=client)
+        api_starts.use_idempotency(idempotency)
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -88,67 +75,6 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
 def app_context() -> Any:
     """The Lambda context of the request being served (None outside Lambda)."""
     return _built["app"].lambda_context if "app" in _built else None
-
-
-def _idempotency_layer() -> Any:
-    global _idempotency
-    if _idempotency is _UNSET:
-        table = os.environ.get(IDEMPOTENCY_TABLE_ENV)
-        _idempotency = idempotency_store(table) if table else None
-    return _idempotency
-
-
-def _start(r: dict[str, Any], time_left: float | None = None) -> Answer:
-    answer: Answer = the_service().start(
-        r["agent"],
-        r["input"],
-        r["session_id"],
-        r["wait_seconds"],
-        time_left=time_left,
-        max_turns=r.get("max_turns"),
-    )
-    return answer
-
-
-def start_run(agent: str, body: dict[str, Any], key: str | None, caller: str, ctx: Any) -> Answer:
-    """service.start; with a key, once per (caller, key): a retry gets the first answer."""
-    layer = _idempotency_layer() if key is not None else None
-    if layer is None:
-        return _start({"agent": agent, **body}, time_left(ctx))
-    config, start = _idempotent_start(layer)
-    if hasattr(ctx, "get_remaining_time_in_millis"):
-        config.register_lambda_context(ctx)  # an in-progress record expires with this call
-    _request_time_left.value = time_left(ctx)
-    return start(request={"key": [caller, key], "request": {"agent": agent, **body}})
-
-
-def _idempotent_start(layer: Any) -> tuple[Any, Callable[..., Answer]]:
-    """Powertools' idempotent_function around service.start, for this persistence layer.
-
-    The key is [caller, header value]; the request is the payload a retry must repeat. A
-    finished run's answer is stored as its run_id (its result may not fit an item) and read
-    again on replay: a finished run no longer changes."""
-    global _starter
-    if _starter is not None and _starter[0] is layer:
-        return _starter[1], _starter[2]
-    from aws_lambda_powertools.utilities.idempotency.serialization.base import (
-        BaseIdempotencySerializer,
-    )
-
-    class FirstAnswer(BaseIdempotencySerializer):
-        def to_dict(self, data: Any) -> dict[str, Any]:
-            code, body = data
-            return {"code": code, "run_id": body["run_id"], "body": None if code == 200 else body}
-
-        def from_dict(self, data: dict[str, Any]) -> Any:
-            return int(data["code"]), data["body"] or the_service().get(data["run_id"])
-
-    def start_once(*, request: dict[str, Any]) -> Answer:
-        return _start(request["request"], getattr(_request_time_left, "value", None))
-
-    config, start = idempotent(layer, start_once, FirstAnswer(), "StartRun")
-    _starter = (layer, config, start)
-    return config, start
 
 
 def _resolver() -> Handler:
@@ -356,7 +282,7 @@ def _build() -> dict[str, Any]:
         Name,
         caller,
         Key,
-        idempotency_layer=_idempotency_layer,
+        idempotency_layer=api_starts.idempotency_layer,
         app_context=app_context,
     )
     watch_routes(route, Name, owned)

@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from runtime.trusted import made
+
 EventType = Literal[
     "run_started",
     "step_started",
@@ -42,6 +44,14 @@ class Event(BaseModel):
     at: float
     run_id: str
     data: dict[str, Any] = {}
+
+
+def made_event(seq: int, kind: EventType, at: float, run_id: str, data: dict[str, Any]) -> Event:
+    """An event the engine made from its own values, equal to `Event(...)` without the
+    validation (the float and the copied dict are what validation would produce). Every
+    commit makes a few (runtime.trusted)."""
+    values = {"seq": seq, "type": kind, "at": float(at), "run_id": run_id, "data": dict(data)}
+    return made(Event, values)
 
 
 #: Called with each event as it is committed (live progress in the CLI, tests).

@@ -12,6 +12,11 @@ often as whole, so each of its string members is a value of its own; members sho
 `MIN_MEMBER_CHARS` (a port, a region code) are left alone so redaction does not shred
 ordinary text, unless their key names a credential (`password`, `token`, ...).
 
+A value shorter than `MIN_MEMBER_CHARS` (a dummy local secret `x`, a two-character
+password) is replaced only where it stands alone, not inside a word or a number: replacing
+every `x` would corrupt every stored message and tool result while hiding nothing a guess
+would not find.
+
 Cost: each set of values is compiled once into one alternation (longest spelling first, so
 a value cannot leave a piece of a longer one that contains it); a text holding no secret
 costs one regex search, and `redactor_for` shares the compiled Redactor between callers.
@@ -37,6 +42,8 @@ _PASSWORD_KEYS = frozenset({"password", "pass", "passwd", "secret", "client_secr
 #: Keys whose values are secret at any length (`"password": "p1"`).
 _CREDENTIAL_KEY = re.compile(r"pass|secret|token|key|auth|credential|private", re.I)
 _UPPER_PERCENT = re.compile(r"%[0-9A-F]{2}")
+#: Around a short value's spelling: no letter, digit or underscore on either side.
+_ALONE_BEFORE, _ALONE_AFTER = r"(?<![0-9A-Za-z_])", r"(?![0-9A-Za-z_])"
 
 
 def _json_spellings(text: str) -> set[str]:
@@ -111,13 +118,21 @@ class Redactor:
         self.secrets = frozenset(s for s in secrets if s)
         self.marker = marker
         forms: set[str] = set()
+        alone: set[str] = set()  # the spellings of short values: matched standing alone
         for secret in self.secrets:
             for value in secret_values(secret):
-                forms |= spellings(value)
+                found = spellings(value)
+                forms |= found
+                if len(value) < MIN_MEMBER_CHARS:
+                    alone |= found
         #: Longest first: the alternation takes the first branch that matches at a position.
         self.forms = tuple(sorted(forms, key=lambda s: (-len(s), s)))
+        branches = (
+            f"{_ALONE_BEFORE}{re.escape(f)}{_ALONE_AFTER}" if f in alone else re.escape(f)
+            for f in self.forms
+        )
         self.pattern: re.Pattern[str] | None = (
-            re.compile("|".join(map(re.escape, self.forms))) if self.forms else None
+            re.compile("|".join(branches)) if self.forms else None
         )
 
     def __bool__(self) -> bool:

@@ -89,6 +89,11 @@ ROUTES: tuple[Route, ...] = (
 A2A_CARD_PATH = "/.well-known/agent-card.json"  # the A2A SDK's well-known path, per agent
 PROTOCOL_ROUTES: tuple[Route, ...] = (
     Route("A2aAgentCard", "GET", "/a2a/{agent}" + A2A_CARD_PATH, "An agent's A2A agent card"),
-    Route("A2aRpc", "POST", "/a2a/{agent}", "A2A JSON-RPC: SendMessage, GetTask, CancelTask"),
+    Route(
+        "A2aRpc",
+        "POST",
+        "/a2a/{agent}",
+        "A2A JSON-RPC: SendMessage, GetTask, ListTasks, CancelTask",
+    ),
     Route("McpServer", "POST", "/mcp", "MCP (streamable HTTP): the agents as tools"),
 )

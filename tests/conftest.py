@@ -44,3 +44,26 @@ def _every_spec_loads_in_lambda_as_validated() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(AgentfnSpec, "model_validate", classmethod(checked))
         yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _every_committed_head_serialises_as_pydantic_would() -> Iterator[None]:
+    """A commit's head is serialised looking only at the fields ever set (runtime.store.
+    records.head_doc). Every head any test commits must give exactly what pydantic's own
+    `exclude_defaults` dump gives: code that changed a head's value in place, without
+    marking the field set, fails the test that first does it."""
+    from runtime.store import records
+    from runtime.store.base import RunHead
+
+    fast = records.head_doc
+
+    def checked(head: RunHead) -> str:
+        doc = fast(head)
+        assert doc == head.model_dump_json(exclude_defaults=True), (
+            "a head field was changed without being marked set (runtime.store.records.head_doc)"
+        )
+        return doc
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(records, "head_doc", checked)
+        yield

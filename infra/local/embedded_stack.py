@@ -170,10 +170,11 @@ class EmbeddedStack:
     def serve_api(self) -> None:
         """Route handlers.api to this stack: its service and its Idempotency-Key table."""
         import handlers.api
+        from handlers.api_starts import idempotency_store
 
         table = LOCAL_IDEMPOTENCY_TABLE
         handlers.api.configure(
-            self.service, idempotency=handlers.api.idempotency_store(table, self.clients.dynamodb)
+            self.service, idempotency=idempotency_store(table, self.clients.dynamodb)
         )
 
     def execution(self, run_id: str) -> dict[str, Any]:

@@ -18,9 +18,10 @@ from typing import Any
 
 from runtime.clock import Clock
 from runtime.errors import RunError, RunLeased, StateConflict
-from runtime.events import Event, EventListener, EventType
+from runtime.events import EventListener, EventType, made_event
 from runtime.messages import AssistantMessage, Message
 from runtime.store.base import TERMINAL, Commit, RunHead, RunStore
+from runtime.trusted import copied
 
 RESULT_INLINE_BYTES = 16 * 1024
 
@@ -151,9 +152,9 @@ class Persistence:
         messages, events, update = _redacted(messages, events, update)
         now = self.clock.now()
         numbered = [(head.msg_seq + i, m) for i, m in enumerate(messages)]
+        run_id, first = head.run_id, head.event_seq
         built = [
-            Event(seq=head.event_seq + i, type=kind, at=now, run_id=head.run_id, data=data)
-            for i, (kind, data) in enumerate(events)
+            made_event(first + i, kind, now, run_id, data) for i, (kind, data) in enumerate(events)
         ]
         if keep_lease:
             lease = {"lease_owner": head.lease_owner, "lease_until": head.lease_until}
@@ -161,18 +162,20 @@ class Persistence:
             lease = {"lease_owner": None, "lease_until": 0.0}
         else:
             lease = {"lease_owner": self.owner, "lease_until": now + self.lease_seconds}
-        new_head = head.model_copy(
-            update={
+        new_head = copied(
+            head,
+            {
                 **(update or {}),
                 "version": head.version + 1,
                 "updated_at": now,
                 "msg_seq": head.msg_seq + len(messages),
                 "event_seq": head.event_seq + len(events),
                 **lease,
-            }
+            },
         )
         if update is None or "sweep_after" not in update:
-            new_head.sweep_after = sweep_after(new_head)
+            new_head.__dict__["sweep_after"] = sweep_after(new_head)  # as setattr, unvalidated
+            new_head.__pydantic_fields_set__.add("sweep_after")
         self.store.commit(
             Commit(
                 head=new_head,
@@ -187,6 +190,15 @@ class Persistence:
         return new_head
 
 
+def _redactor() -> Any:
+    """The process's Redactor (runtime.secrets, imported on first use)."""
+    global _redactor
+    from runtime.secrets import redactor
+
+    _redactor = redactor  # every later call goes straight to it
+    return redactor()
+
+
 def _redacted(
     messages: list[Message],
     events: list[tuple[EventType, dict[str, Any]]],
@@ -194,9 +206,7 @@ def _redacted(
 ) -> tuple[list[Message], list[tuple[EventType, dict[str, Any]]], dict[str, Any] | None]:
     """Messages, events and head changes with every resolved secret redacted. Costs nothing
     until a secret has been resolved, then one search per JSON text that is committed."""
-    from runtime.secrets import redactor
-
-    secrets = redactor()
+    secrets = _redactor()
     if not secrets:
         return messages, events, update
     clean: list[Message] = []

@@ -68,14 +68,24 @@ class Compaction(Toolsets):
         raise NotImplementedError  # runtime.engine.tool_phase
 
     def _window(self, agent: str) -> int:
-        return context_window(self.spec.models[self.spec.model_for(agent)])
+        return self._sizes(agent)[0]
 
     def _budget(self, agent: str) -> int:
         """The most tokens a prompt of this agent may take: the smallest window of its model
         and fallbacks (any of them may answer the same request) less the answer's reserve."""
-        name = self.spec.model_for(agent)
-        names = [name, *self.spec.models[name].fallbacks]
-        return min(prompt_budget(self.spec.models[n]) for n in names)
+        return self._sizes(agent)[1]
+
+    def _sizes(self, agent: str) -> tuple[int, int]:
+        """(window, budget) of the agent: fixed by the spec, so worked out once per engine
+        (every turn asks for them several times)."""
+        known: dict[str, tuple[int, int]] = self.__dict__.setdefault("_agent_sizes", {})
+        found = known.get(agent)
+        if found is None:
+            name = self.spec.model_for(agent)
+            names = [name, *self.spec.models[name].fallbacks]
+            budget = min(prompt_budget(self.spec.models[n]) for n in names)
+            found = known[agent] = (context_window(self.spec.models[name]), budget)
+        return found
 
     def _prompt(
         self, run: RunCursor, system: str, specs: list[ToolSpec]
@@ -278,12 +288,19 @@ class Compaction(Toolsets):
         head = run.head
         last = next((m for m in reversed(run.messages) if isinstance(m, AssistantMessage)), None)
         calls = max(1, len(last.tool_calls)) if last is not None else 1
-        config = self.spec.agents[run.agent]
-        # A computed prompt's size is known per turn only: the whole request is measured
-        # before each call anyway (the guarantee), this share is the first cut.
-        written = config.system_prompt if isinstance(config.system_prompt, str) else ""
-        fixed = ctx.tokens(written) + ctx.tools_tokens(self._tool_specs(head))
-        room = self._budget(run.agent) - fixed - PROMPT_SLACK
+        specs = self._tool_specs(head)
+        rooms: dict[str, tuple[list[ToolSpec], int]] = self.__dict__.setdefault("_rooms", {})
+        known = rooms.get(run.agent)
+        if known is not None and known[0] is specs:  # the same tools (MCP ones can change)
+            room = known[1]
+        else:
+            config = self.spec.agents[run.agent]
+            # A computed prompt's size is known per turn only: the whole request is measured
+            # before each call anyway (the guarantee), this share is the first cut.
+            written = config.system_prompt if isinstance(config.system_prompt, str) else ""
+            fixed = ctx.tokens(written) + ctx.tools_tokens(specs)
+            room = self._budget(run.agent) - fixed - PROMPT_SLACK
+            rooms[run.agent] = (specs, room)
         each = int(room * ctx.RESULTS_SHARE) // calls
         return max(MIN_PREVIEW_CHARS, each * ctx.CHARS_PER_TOKEN - NOTICE_CHARS)
 

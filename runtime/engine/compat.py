@@ -21,8 +21,24 @@ from typing import Any
 from runtime.spec import AgentfnSpec
 from runtime.spec.graph import agent_closure, model_closure
 
+#: Hashes by spec object and agent: a spec is not changed once loaded, and every start and
+#: advance asks (the whole agent serialised and hashed: milliseconds for a long script).
+#: Each entry keeps its spec alive, so an id is never reused while it is here.
+_known: dict[tuple[int, str], tuple[AgentfnSpec, str]] = {}
+
 
 def agent_hash(spec: AgentfnSpec, agent: str) -> str:
+    known = _known.get((id(spec), agent))
+    if known is not None and known[0] is spec:
+        return known[1]
+    found = _agent_hash(spec, agent)
+    if len(_known) >= 256:
+        _known.clear()
+    _known[(id(spec), agent)] = (spec, found)
+    return found
+
+
+def _agent_hash(spec: AgentfnSpec, agent: str) -> str:
     agents = agent_closure(spec, agent)
     models = model_closure(spec, agents)
     refs = {r for a in agents for r in spec.agents[a].tools}

@@ -19,6 +19,7 @@ from runtime.messages import Usage
 from runtime.spec import AgentfnSpec
 from runtime.spec.models import Price
 from runtime.store.base import RunHead, Spend
+from runtime.trusted import made
 
 #: Output tokens assumed for the next answer when the model has no `max_tokens`.
 DEFAULT_OUTPUT_TOKENS = 1024
@@ -48,19 +49,21 @@ def charged(head: RunHead, model: str, agent: str, cost: float) -> dict[str, Any
 def next_call(spec: AgentfnSpec, model: str, input_tokens: int) -> Spend:
     """What the next call will spend at most: its estimated prompt and a full answer."""
     config = spec.models[model]
-    usage = Usage(
-        input_tokens=input_tokens, output_tokens=config.max_tokens or DEFAULT_OUTPUT_TOKENS
-    )
-    return Spend(
-        tokens=usage.input_tokens + usage.output_tokens, cost_usd=call_cost(config.price, usage)
-    )
+    output = config.max_tokens or DEFAULT_OUTPUT_TOKENS
+    price = config.price  # call_cost's sum, without building a Usage for it (every turn)
+    cost = 0.0
+    if price is not None:
+        cost = (input_tokens * price.input_per_mtok + output * price.output_per_mtok) / 1_000_000
+    return made(Spend, {"tokens": input_tokens + output, "cost_usd": cost})
 
 
 def check_budget(spec: AgentfnSpec, head: RunHead, upcoming: Spend) -> None:
     """Raise BudgetExceeded when the next call could take the run (or its session, or its
     parent's budget) past a limit. At the limit exactly is still allowed."""
-    spent = head.spent
     budget = spec.budget_for(head.agent)
+    if budget is None and head.budget_left is None:
+        return  # nothing to check (most runs): not even what was spent is worked out
+    spent = head.spent
     limits: list[tuple[str, Spend, int | None, float | None]] = []
     if budget is not None:
         limits.append(("budget", spent, budget.max_tokens, budget.max_cost_usd))

@@ -33,7 +33,7 @@ from runtime.engine.state import answer_text, doom_loop, own_call_ids, pending_c
 from runtime.engine.team import MovedOn
 from runtime.errors import MaxTurnsExceeded, OutputInvalid, RunError, SpecChanged, StateConflict
 from runtime.events import EventListener, EventType, preview
-from runtime.messages import AssistantMessage, Message, SummaryMessage, Usage, UserMessage
+from runtime.messages import AssistantMessage, Message, SummaryMessage, UserMessage
 from runtime.models.base import Model, ModelRequest, ToolSpec
 from runtime.models.failures import ContextOverflow
 from runtime.naming import new_run_id
@@ -317,7 +317,7 @@ class Engine(Interventions):
             )
         )
         by_agent = dict(head.usage_by_agent)
-        by_agent[agent] = by_agent.get(agent, Usage()) + response.usage
+        by_agent[agent] = by_agent[agent] + response.usage if agent in by_agent else response.usage
         update: dict[str, Any] = {
             "turn": turn,
             "answers": head.answers + 1,

@@ -82,7 +82,16 @@ class TeamPhase(RemoteAsks, ToolPhase):
         raise NotImplementedError  # runtime.engine.loop.Engine
 
     def _team_view(self, run: RunCursor) -> TeamView:
-        return team_view(self.spec, run.head.agent, run.agent, run.head.supervisor)
+        """What the acting agent may know of its team: the same for every call in one role
+        (the spec does not change under an engine), so made once per role."""
+        key = (run.head.agent, run.agent, run.head.supervisor)
+        views: dict[tuple[str, str, str | None], TeamView] = self.__dict__.setdefault(
+            "_team_views", {}
+        )
+        view = views.get(key)
+        if view is None:
+            view = views[key] = team_view(self.spec, *key)
+        return view
 
     def _route_input(self, agent: str, text: str) -> list[str] | None:
         """An input that starts with `@name` goes to that member of the agent's team (the

@@ -27,6 +27,7 @@ from runtime.store.base import Clarification, PendingApproval
 from runtime.tools.base import Tool, ToolContext
 from runtime.tools.builtins import CLARIFY
 from runtime.tools.team import control_of
+from runtime.trusted import made
 
 T = TypeVar("T")
 
@@ -307,7 +308,17 @@ class ToolPhase(Compaction, HookPhase, Traced):
         result = self._fit_result(run, result)  # a long error or denial: a preview too
         events, update = self._hook_notes(run, result.tool_call_id)  # hooks decided first
         if not announced:
-            call = ToolCall(id=result.tool_call_id, name=result.tool_name, arguments=result.inputs)
+            call = made(  # only read, for its event: no validation (runtime.trusted)
+                ToolCall,
+                {
+                    "id": result.tool_call_id,
+                    "name": result.tool_name,
+                    "arguments": result.inputs,
+                    "raw_arguments": None,
+                    "arguments_error": None,
+                    "provider_data": None,
+                },
+            )
             events.append(("tool_call", self._call_event(run, call)))
         done: dict[str, Any] = {
             "turn": result.turn,

@@ -40,6 +40,7 @@ class Toolsets(Persistence):
         self.owner = uuid.uuid4().hex
         self._model_cache.clear()
         self._toolsets.clear()  # an HTTP tool's client, a Lambda tool's
+        self.__dict__.pop("_last_box", None)
         self._specs.clear()
         self._lambda = None
 
@@ -158,12 +159,20 @@ class Toolsets(Persistence):
         return tools
 
     def _toolbox(self, head: RunHead) -> dict[str, Tool]:
-        """The tools of the run's active agent, in its role in this run."""
+        """The tools of the run's active agent, in its role in this run (the last answer
+        kept for its head: a turn asks several times; a commit makes a new head, and MCP
+        tools or a renewal forget it)."""
+        last: tuple[RunHead, list[str], dict[str, Tool]] | None = self.__dict__.get("_last_box")
+        if last is not None and last[0] is head and last[1] is head.chain:
+            return last[2]
         supervised = head.supervisor is not None or head.parent_run_id is not None
-        return self._tools(head.active_agent, supervised)
+        tools = self._tools(head.active_agent, supervised)
+        self.__dict__["_last_box"] = (head, head.chain, tools)
+        return tools
 
     def _use_mcp_tools(self, agent: str, mcp_tools: dict[str, Tool]) -> None:
         self._mcp[agent] = mcp_tools
+        self.__dict__.pop("_last_box", None)
         for key in [k for k in self._toolsets if k[0] == agent]:
             self._toolsets.pop(key)
             self._specs.pop(key, None)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Sequence
-from operator import is_
 
 from runtime.messages import AssistantMessage, Message, ToolResultMessage
 from runtime.models.base import ToolSpec
@@ -82,7 +81,7 @@ def messages_tokens(view: Sequence[Message]) -> int:
     counted = _counted
     known, sums = counted.messages, counted.sums
     same = min(len(known), len(view))
-    if same and not (known[same - 1] is view[same - 1] and all(map(is_, known, view[:same]))):
+    if same and not (known[same - 1] is view[same - 1] and _same_prefix(known, view, same)):
         same = next(i for i, (a, b) in enumerate(zip(known, view, strict=False)) if a is not b)
     del sums[same + 1 :]
     total = sums[same]
@@ -91,6 +90,18 @@ def messages_tokens(view: Sequence[Message]) -> int:
         sums.append(total)
     counted.messages = list(view)
     return total
+
+
+def _same_prefix(known: list[Message], view: Sequence[Message], same: int) -> bool:
+    """Whether the first `same` messages of both are the same. A list comparison: it takes
+    identical items as equal without comparing them (a C loop, ~10 times faster than
+    `all(map(is_, …))`); an item equal but not identical counts the same tokens anyway."""
+    mine = known if len(known) == same else known[:same]
+    if isinstance(view, list):
+        theirs = view if len(view) == same else view[:same]
+    else:
+        theirs = list(view[:same])
+    return mine == theirs
 
 
 def prompt_tokens(system: str, specs: Sequence[ToolSpec], view: Sequence[Message]) -> int:

@@ -1,6 +1,7 @@
 """The A2A server of one agent: its agent card, and JSON-RPC 2.0 (A2A 1.0 methods
-SendMessage, GetTask, CancelTask; SendStreamingMessage and SubscribeToTask where the host
-can stream, see infra/local/dev_protocols.py) over the RunService.
+SendMessage, GetTask, ListTasks (per context), CancelTask; SendStreamingMessage and
+SubscribeToTask where the host can stream, see infra/local/dev_protocols.py) over the
+RunService.
 
 Only the SDK's types, JSON mapping and error details are imported (about 0.4 s at a cold
 start): its server package (request handlers, task store, the A2A 0.3 compatibility types)
@@ -29,7 +30,13 @@ from google.protobuf import json_format
 
 from runtime.errors import InvalidRequest, RunNotFound, WrongState
 from runtime.naming import run_belongs_to
-from runtime.protocols.a2a_tasks import DECISION_KEYS, message_data, message_text, task_of
+from runtime.protocols.a2a_tasks import (
+    DECISION_KEYS,
+    list_tasks,
+    message_data,
+    message_text,
+    task_of,
+)
 from runtime.protocols.a2a_tasks import waiting_view as waiting_in
 from runtime.routes import A2A_CARD_PATH
 
@@ -40,6 +47,10 @@ SETTLE_INTERVAL = 0.3
 MOVING = ("running", "awaiting_children")
 
 Approve = Callable[[str, dict[str, Any], str], dict[str, Any]]
+#: Starts a run: (agent, {input, session_id, wait_seconds}, message id) -> (status, result).
+#: The host may make it idempotent on the message id (handlers.a2a: a retried SendMessage
+#: gets the first message's task, not a second run).
+Start = Callable[[str, dict[str, Any], str], tuple[int, dict[str, Any]]]
 
 
 def agent_card(spec: Any, agent: str, url: str, *, streaming: bool) -> dict[str, Any]:
@@ -112,9 +123,11 @@ class A2aServer:
         caller: str,
         time_left: float | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        start: Start | None = None,
     ):
         self.service = service
         self.approve = approve
+        self._start = start or self._start_run
         self.caller = caller
         self.deadline = time.monotonic() + (time_left if time_left is not None else 30.0)
         self._sleep = sleep
@@ -168,6 +181,9 @@ class A2aServer:
                 request = _parse(params, pb.GetTaskRequest())
                 task = task_of(self.service.get(self.owned(agent, request.id)))
                 return prepare_response_object(request_id, task, (pb.Task,))
+            if method == "ListTasks":
+                listing = list_tasks(self.service, agent, _parse(params, pb.ListTasksRequest()))
+                return prepare_response_object(request_id, listing, (pb.ListTasksResponse,))
             if method == "CancelTask":
                 request = _parse(params, pb.CancelTaskRequest())
                 run_id = self.owned(agent, request.id)
@@ -225,10 +241,18 @@ class A2aServer:
                 f"message.contextId: {SESSION_ID.pattern} (a session id)",
                 data={"field": "message.contextId"},
             )
-        status, result = self.service.start(
-            agent, text, session, min(wait, MAX_WAIT_SECONDS), time_left=self.time_left()
-        )
+        # What a retry of this message must repeat: no figure that depends on when it came
+        # (the request's own time left bounds the wait: RunService.start's time_left).
+        inline = 0.0 if request.configuration.return_immediately else MAX_WAIT_SECONDS
+        body = {"input": text, "session_id": session, "wait_seconds": inline}
+        status, result = self._start(agent, body, message.message_id)
         return task_of(result if status == 200 else self.service.get(result["run_id"]))
+
+    def _start_run(self, agent: str, body: dict[str, Any], _message_id: str) -> Any:
+        return self.service.start(
+            agent, body["input"], body["session_id"], body["wait_seconds"],
+            time_left=self.time_left(),
+        )  # fmt: skip
 
     def answer(self, run_id: str, message: pb.Message) -> None:
         """A message to an existing task answers what it waits for, and nothing else."""

@@ -142,3 +142,53 @@ def value(data: Any) -> struct_pb2.Value:
     found = struct_pb2.Value()
     json_format.ParseDict(data, found)
     return found
+
+
+def list_tasks(service: Any, agent: str, request: pb.ListTasksRequest) -> pb.ListTasksResponse:
+    """ListTasks over one context: the session's runs of `agent`, newest first, filtered by
+    state, a page at a time (page size 1 to 100, 50 by default; the page token names the last
+    task of the page before, as the SDK's own store does).
+
+    A context id is required: runs are kept per session, and listing every task of an agent
+    would scan the table. `statusTimestampAfter` is refused: a run keeps no time of its last
+    change for the task to carry. Artifacts only with `includeArtifacts`, as the SDK's
+    server answers; no task carries history, so `historyLength` has nothing to cut."""
+    from a2a.utils import errors as a2a_errors
+    from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE
+    from a2a.utils.task import decode_page_token, encode_page_token, validate_page_size
+
+    if not request.context_id:
+        raise a2a_errors.InvalidParamsError(
+            "contextId: required here (tasks are listed per context: a session's runs)"
+        )
+    if request.HasField("status_timestamp_after"):
+        raise a2a_errors.InvalidParamsError(
+            "statusTimestampAfter: not supported (a run keeps no time of its last change)"
+        )
+    if request.HasField("history_length") and request.history_length < 0:
+        raise a2a_errors.InvalidParamsError("historyLength: must be non-negative")
+    if request.HasField("page_size"):
+        validate_page_size(request.page_size)
+    size = request.page_size or DEFAULT_LIST_TASKS_PAGE_SIZE
+    ids = list(reversed(service.engine.store.session_runs(agent, request.context_id)))
+    known: dict[str, pb.Task] = {}
+    if request.status:  # a state filter reads every run; else only the page's are read
+        known = {run: task_of(service.get(run)) for run in ids}
+        ids = [run for run in ids if known[run].status.state == request.status]
+    start = 0
+    if request.page_token:
+        after = decode_page_token(request.page_token)
+        if after not in ids:
+            raise a2a_errors.InvalidParamsError("pageToken: not a token of this listing")
+        start = ids.index(after) + 1
+    page = [known.get(run) or task_of(service.get(run)) for run in ids[start : start + size]]
+    if not request.include_artifacts:
+        for task in page:
+            task.ClearField("artifacts")
+    more = start + size < len(ids)
+    return pb.ListTasksResponse(
+        tasks=page,
+        next_page_token=encode_page_token(page[-1].id) if more and page else "",
+        page_size=size,
+        total_size=len(ids),
+    )

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from runtime.events import Event
 from runtime.messages import Message, Usage
+from runtime.trusted import made, same_fields
 
 Status = Literal[
     "running",
@@ -117,6 +118,9 @@ class Spend(BaseModel):
     def __add__(self, other: Spend) -> Spend:
         return Spend(tokens=self.tokens + other.tokens, cost_usd=self.cost_usd + other.cost_usd)
 
+    def __eq__(self, other: object) -> bool:
+        return same_fields(self, other)  # pydantic's answer, faster (runtime.trusted)
+
 
 class SessionState(BaseModel):
     """Who has a session's conversation and what its finished runs spent."""
@@ -139,6 +143,9 @@ class ContextState(BaseModel):
     compactions: int = 0
     failures: int = 0  # compactions that did not bring the prompt under the threshold
     answers_before: dict[str, int] = Field(default_factory=dict)  # per agent, before `base`
+
+    def __eq__(self, other: object) -> bool:
+        return same_fields(self, other)  # pydantic's answer, faster (runtime.trusted)
 
 
 class HookProgress(BaseModel):
@@ -163,6 +170,28 @@ class TraceRef(BaseModel):
     parent_span_id: str | None = None
 
 
+def _no_usage() -> Usage:
+    """Usage() without validation: the head's defaults are made again on every commit (its
+    serialisation leaves them out by comparing), so their factories are on the hot path."""
+    return made(Usage, {"input_tokens": 0, "output_tokens": 0})
+
+
+def _no_spend() -> Spend:
+    return made(Spend, {"tokens": 0, "cost_usd": 0.0})
+
+
+_CONTEXT_DEFAULTS = {n: f.default for n, f in ContextState.model_fields.items()}
+_CONTEXT_FACTORIES = [(n, f.default_factory) for n, f in ContextState.model_fields.items()]
+
+
+def _no_context() -> ContextState:
+    values = dict(_CONTEXT_DEFAULTS)
+    for name, factory in _CONTEXT_FACTORIES:
+        if factory is not None:
+            values[name] = factory()  # type: ignore[call-arg]
+    return made(ContextState, values)
+
+
 class RunHead(BaseModel):
     """The small, bounded record of a run: everything but its messages and events."""
 
@@ -178,7 +207,7 @@ class RunHead(BaseModel):
     answers: int = 0  # persisted model answers (the scripted provider's index)
     msg_seq: int = 0  # next message number
     event_seq: int = 0  # next event number
-    usage: Usage = Field(default_factory=Usage)
+    usage: Usage = Field(default_factory=_no_usage)
     model_used: str | None = None
     spec_hash: str
     agent_hash: str
@@ -221,12 +250,12 @@ class RunHead(BaseModel):
     usage_by_agent: dict[str, Usage] = Field(default_factory=dict)
     turn_budget: int | None = None  # a child's share of its parent's max_turns
     max_turns: int | None = None  # the caller's limit for this run (under the agent's own)
-    context: ContextState = Field(default_factory=ContextState)
+    context: ContextState = Field(default_factory=_no_context)
     # ---- cost and budgets ----
     cost_usd: float = 0.0  # the whole team's, children and summaries included
     cost_by_model: dict[str, float] = Field(default_factory=dict)
     cost_by_agent: dict[str, float] = Field(default_factory=dict)
-    session_spent: Spend = Field(default_factory=Spend)  # earlier runs', when this one began
+    session_spent: Spend = Field(default_factory=_no_spend)  # earlier runs', when this one began
     budget_left: Spend | None = None  # a child's: what its parent's budget had left for it
     trace: TraceRef | None = None  # set at the start when deployment.telemetry is on
     # ---- workflows ----

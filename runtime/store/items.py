@@ -103,11 +103,24 @@ class CommitItems:
     upserts: list[Item]
 
 
+class _Attempt:
+    """A commit attempt's own token (for the keys of the bodies it offloads), drawn when
+    first asked: most commits offload nothing, and a draw is a system call."""
+
+    def __init__(self) -> None:
+        self._token = ""
+
+    def __call__(self) -> str:
+        if not self._token:
+            self._token = secrets.token_hex(6)
+        return self._token
+
+
 def commit_items(commit: Commit, blobs: BlobStore) -> CommitItems:
     head = commit.head
     if head.version != (commit.expected_version or 0) + 1:  # the record's key says which
         raise ValueError(f"a commit makes version {(commit.expected_version or 0) + 1}")
-    attempt = secrets.token_hex(6)  # offloaded bodies of this attempt only
+    attempt = _Attempt()  # offloaded bodies of this attempt only
     upserts: list[Item] = []
     if commit.expected_version is None or head.status in TERMINAL:
         upserts.append(marker_item(head))
@@ -119,7 +132,10 @@ def commit_items(commit: Commit, blobs: BlobStore) -> CommitItems:
         upserts.append({"pk": pk, "sk": sk, "expires_at": head.expires_at, "doc": doc})
     indexed = head.sweep_indexed
     wanted = "" if head.status in TERMINAL else sweep_at(head.sweep_after)
-    head.sweep_indexed = wanted  # the record says what the index holds once it is written
+    # The record says what the index holds once it is written. (Pydantic's setattr, without
+    # its Python dispatch: a head has no assignment validation; every commit does this.)
+    head.__dict__["sweep_indexed"] = wanted
+    head.__pydantic_fields_set__.add("sweep_indexed")
     index = index_item(head) if upserts or wanted != indexed else None
     first = bool(wanted) and (not indexed or wanted < indexed)
     record = records.record_item(head, commit.messages, commit.events, blobs, attempt)

@@ -80,7 +80,7 @@ class MemoryStore:
             for item in written:
                 self.items[(item["pk"], item["sk"])] = item
                 self.stats.items_written += 1
-                self.stats.bytes_written += sum(len(str(v)) for v in item.values())
+                self.stats.bytes_written += sum(map(len, map(str, item.values())))
             self._latest[key[0]] = max(self._latest.get(key[0], ""), key[1])
             self.stats.commits += 1
 

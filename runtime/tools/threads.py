@@ -22,6 +22,7 @@ event loop (its default executor, behind `asyncio.to_thread`, is a DaemonPool to
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import queue
@@ -46,34 +47,52 @@ class DaemonPool(ThreadPoolExecutor):
     def __init__(self, size: int, name: str) -> None:
         super().__init__(size, name)
         self._size, self._name = size, name
-        self._work: queue.SimpleQueue[tuple[Future[Any], Callable[[], Any]] | None]
+        #: A submitted call with its Future, or a plain callable (`run`: it reports itself).
+        self._work: queue.SimpleQueue[tuple[Future[Any], Callable[[], Any]] | Callable[[], Any]]
         self._work = queue.SimpleQueue()
-        self._idle = threading.Semaphore(0)
         self._lock = threading.Lock()
-        self._started = 0
+        self._idle = 0  # threads waiting for work (a plain lock and count: cheaper than a
+        self._started = 0  # Semaphore, whose every acquire and release is Python code)
 
     def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
         future: Future[T] = Future()
-        self._work.put((future, functools.partial(fn, *args, **kwargs)))
-        if self._idle.acquire(blocking=False):
-            return future  # a waiting thread takes it
-        with self._lock:
-            if self._started < self._size:
-                self._started += 1
-                name = f"{self._name}_{self._started}"
-                threading.Thread(target=self._serve, name=name, daemon=True).start()
+        self._hand((future, functools.partial(fn, *args, **kwargs)))
         return future
 
+    def run(self, work: Callable[[], Any]) -> None:
+        """Run `work()` in a thread, with no Future: `work` reports its own outcome (what
+        run_blocking hands over; it must not raise)."""
+        self._hand(work)
+
+    def _hand(self, item: tuple[Future[Any], Callable[[], Any]] | Callable[[], Any]) -> None:
+        self._work.put(item)
+        with self._lock:
+            if self._idle:  # a waiting thread takes it
+                self._idle -= 1
+                return
+            if self._started >= self._size:
+                return  # the next thread to finish takes it
+            self._started += 1
+            name = f"{self._name}_{self._started}"
+        threading.Thread(target=self._serve, name=name, daemon=True).start()
+
     def _serve(self) -> None:
-        while (item := self._work.get()) is not None:
-            future, call = item
-            if future.set_running_or_notify_cancel():
-                try:
-                    future.set_result(call())
-                except BaseException as exc:  # the caller's to handle, as in the stdlib
-                    future.set_exception(exc)
-            del item, future, call
-            self._idle.release()
+        while True:
+            item = self._work.get()
+            if isinstance(item, tuple):
+                future, call = item
+                if future.set_running_or_notify_cancel():
+                    try:
+                        future.set_result(call())
+                    except BaseException as exc:  # the caller's to handle, as in the stdlib
+                        future.set_exception(exc)
+                del future, call
+            else:
+                with contextlib.suppress(BaseException):  # `run`'s work reports its own
+                    item()
+            del item
+            with self._lock:
+                self._idle += 1
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """Nothing to wait for: idle threads block on an empty queue as daemons."""
@@ -116,7 +135,41 @@ async def run_blocking(
     executor: Executor, func: Callable[..., T], /, *args: Any, **kwargs: Any
 ) -> T:
     """`func(*args, **kwargs)` in one of the pool's threads, with the caller's context
-    variables (as asyncio.to_thread passes them)."""
+    variables (as asyncio.to_thread passes them).
+
+    On a DaemonPool the thread resolves an asyncio future itself, through one
+    `call_soon_threadsafe`: no concurrent Future, no chaining of two futures, no locks of
+    theirs (a sync tool's every call pays this hop). As with `run_in_executor`, a call
+    whose waiter was cancelled before a thread took it (its timeout ran out while it
+    queued) never runs, and one cancelled while it runs finishes in its thread, its
+    outcome dropped."""
     loop = asyncio.get_running_loop()
-    call = functools.partial(contextvars.copy_context().run, func, *args, **kwargs)
-    return await loop.run_in_executor(executor, call)
+    context = contextvars.copy_context()
+    if not isinstance(executor, DaemonPool):
+        call = functools.partial(context.run, func, *args, **kwargs)
+        return await loop.run_in_executor(executor, call)
+    waiter: asyncio.Future[T] = loop.create_future()
+
+    def work() -> None:
+        if waiter.done():  # cancelled while it queued: never started
+            return
+        try:
+            report: tuple[Callable[..., None], Any] = (_done, context.run(func, *args, **kwargs))
+        except BaseException as exc:  # the awaiting task's to handle
+            report = (_failed, exc)
+        # The loop may have closed (an abandoned call's loop ended): nobody waits for it.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(report[0], waiter, report[1])
+
+    executor.run(work)
+    return await waiter
+
+
+def _done(waiter: asyncio.Future[T], result: T) -> None:
+    if not waiter.done():  # a cancelled waiter's result is dropped
+        waiter.set_result(result)
+
+
+def _failed(waiter: asyncio.Future[Any], exc: BaseException) -> None:
+    if not waiter.done():
+        waiter.set_exception(exc)

@@ -6,6 +6,7 @@ mapping, mcp_types), so what is checked is what their clients accept."""
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 from a2a.types import a2a_pb2 as pb
@@ -37,10 +38,10 @@ def rpc(agent: str, method: str, params: Any, request_id: int = 1) -> dict[str, 
 
 
 def send(agent: str, text: str | None = None, configuration: Any = None, **message: Any) -> pb.Task:
+    """A SendMessage as the SDK's client sends it: each message with an id of its own."""
     parts = [{"text": text}] if text is not None else message.pop("parts")
-    params: dict[str, Any] = {
-        "message": {"messageId": "m-1", "role": "ROLE_USER", "parts": parts, **message}
-    }
+    message.setdefault("messageId", str(uuid.uuid4()))
+    params: dict[str, Any] = {"message": {"role": "ROLE_USER", "parts": parts, **message}}
     if configuration is not None:
         params["configuration"] = configuration
     answer = rpc(agent, "SendMessage", params)
@@ -303,3 +304,92 @@ def test_a_workflow_is_a_tool_whose_call_names_the_step_run_that_waits(
     )
     refused = mcp_types.CallToolResult.model_validate(bad["result"])
     assert refused.is_error and "order_id" in refused.content[0].text  # type: ignore[union-attr]
+
+
+def test_a_retried_message_gets_the_first_messages_task_not_a_second_run(
+    stack: EmbeddedStack,
+) -> None:
+    """A client that lost the answer sends the same message again (same messageId): a second
+    run would ask for a second refund. It gets the first task, as it now is."""
+    before = _runs_of("billing", stack)
+    first = send("billing", "Refund ORD-1001, it arrived broken", messageId="refund-msg-1")
+    assert first.status.state == pb.TASK_STATE_INPUT_REQUIRED
+    again = send("billing", "Refund ORD-1001, it arrived broken", messageId="refund-msg-1")
+    assert again.id == first.id and again.status.state == pb.TASK_STATE_INPUT_REQUIRED
+    other = send("billing", "Refund ORD-1001, it arrived broken", messageId="refund-msg-2")
+    assert other.id != first.id  # a new message is a new task
+
+    assert _runs_of("billing", stack) - before == {first.id, other.id}
+
+    reused = rpc(
+        "billing",
+        "SendMessage",
+        {"message": {"messageId": "refund-msg-1", "role": "ROLE_USER",
+                     "parts": [{"text": "Refund ORD-1002 instead"}]}},
+    )  # fmt: skip
+    assert reused["error"]["code"] == -32602, reused
+    assert "refund-msg-1" in reused["error"]["message"]
+    assert "different message" in reused["error"]["message"]
+
+
+def test_the_same_message_id_from_another_caller_is_its_own_task(stack: EmbeddedStack) -> None:
+    before = _runs_of("orders", stack)
+    mine = send("orders", "status of ORD-1001", messageId="shared-id")
+    message = {"messageId": "shared-id", "role": "ROLE_USER",
+               "parts": [{"text": "status of ORD-1001"}]}  # fmt: skip
+    body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
+    event = apigw_event("POST", "/a2a/orders", "/a2a/{agent}", body, {"agent": "orders"},
+                        headers={"A2A-Version": "1.0"})  # fmt: skip
+    event["requestContext"]["identity"]["userArn"] = "arn:aws:iam::123456789012:user/someone"
+    from handlers.api import handler
+
+    answer = handler(event, FakeContext())
+    theirs = json_format.ParseDict(json.loads(answer["body"])["result"], pb.SendMessageResponse())
+    assert theirs.task.id != mine.id
+    assert _runs_of("orders", stack) - before == {mine.id, theirs.task.id}
+
+
+def _runs_of(agent: str, stack: EmbeddedStack) -> set[str]:
+    """The run ids of `agent` in the runs table (one HEAD item per run; the stack is the
+    module's, so earlier tests' runs are there too)."""
+    from runtime.naming import run_belongs_to
+
+    items = stack.clients.dynamodb.scan(TableName=stack.clients.table)["Items"]
+    runs = {i["pk"]["S"].removeprefix("RUN#") for i in items if i["sk"]["S"] == "HEAD"}
+    return {run for run in runs if run_belongs_to(run, agent)}
+
+
+def test_list_tasks_pages_a_contexts_tasks_newest_first(stack: EmbeddedStack) -> None:
+    asked = [send("orders", f"status of ORD-100{i}", contextId="a2a-list-1") for i in (1, 2, 3)]
+    send("orders", "status of ORD-1001", contextId="a2a-list-other")
+
+    def listing(**params: Any) -> pb.ListTasksResponse:
+        answer = rpc("orders", "ListTasks", {"contextId": "a2a-list-1", **params})
+        assert "result" in answer, answer
+        return json_format.ParseDict(answer["result"], pb.ListTasksResponse())
+
+    whole = listing()
+    assert [t.id for t in whole.tasks] == [t.id for t in reversed(asked)]
+    assert whole.total_size == 3 and not whole.next_page_token
+    assert all(not t.artifacts and t.status.state == pb.TASK_STATE_COMPLETED for t in whole.tasks)
+    assert all(t.artifacts for t in listing(includeArtifacts=True).tasks)
+
+    first = listing(pageSize=2)
+    assert [t.id for t in first.tasks] == [asked[2].id, asked[1].id] and first.next_page_token
+    rest = listing(pageSize=2, pageToken=first.next_page_token)
+    assert [t.id for t in rest.tasks] == [asked[0].id] and not rest.next_page_token
+    assert not listing(status="TASK_STATE_INPUT_REQUIRED").tasks
+    assert listing(status="TASK_STATE_COMPLETED").total_size == 3
+
+
+def test_list_tasks_refuses_what_it_cannot_answer_naming_the_field(stack: EmbeddedStack) -> None:
+    for params, field in [
+        ({}, "contextId"),
+        ({"contextId": "c", "pageSize": 0}, "page size"),
+        ({"contextId": "c", "pageSize": 101}, "page size"),
+        ({"contextId": "c", "statusTimestampAfter": "2026-01-01T00:00:00Z"}, "statusTimestamp"),
+        ({"contextId": "c", "pageToken": "bm90LWEtdGFzaw"}, "pageToken"),
+    ]:
+        answer = rpc("orders", "ListTasks", params)
+        assert answer["error"]["code"] == -32602, (params, answer)
+        assert field in answer["error"]["message"], (params, answer)

@@ -222,3 +222,25 @@ def test_the_logging_filter_follows_a_changing_redactor() -> None:
     current[0] = Redactor(["later-secret"])
     RedactingFilter(lambda: current[0]).filter(record)
     assert record.getMessage() == f"key {REDACTED}"
+
+
+def test_a_short_secret_is_redacted_only_where_it_stands_alone() -> None:
+    """A dummy local secret `x` must not turn every `x` of a stored conversation into the
+    marker; where it stands alone (a header value, a JSON string, a word) it is still hidden."""
+    redactor = Redactor(["x"])
+    text = 'the example box: x, {"key": "x"} and x'
+    assert redactor.redact_text(text) == (
+        f'the example box: {REDACTED}, {{"key": "{REDACTED}"}} and {REDACTED}'
+    )
+    assert redactor.redact_text("max xx x1 _x") == "max xx x1 _x"
+
+
+def test_a_short_credential_member_is_hidden_alone_and_longer_values_everywhere() -> None:
+    secret = json.dumps({"username": "admin", "password": "p1"})
+    redactor = Redactor([secret])
+    assert redactor.redact_text("password=p1; user=admin") == (
+        f"password={REDACTED}; user={REDACTED}"
+    )
+    assert redactor.redact_text("step1p1 and v2p1x stay") == "step1p1 and v2p1x stay"
+    assert redactor.redact_text("superadministrator") == f"super{REDACTED}istrator"
+    assert redactor.redact_text(base64.b64encode(b"admin:p1").decode()) == REDACTED

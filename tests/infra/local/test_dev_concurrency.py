@@ -40,7 +40,7 @@ class MeetingService:
 @pytest.fixture
 def api() -> Iterator[tuple[int, MeetingService]]:
     service = MeetingService(CONNECTIONS)
-    saved = handlers.api._idempotency
+    saved = handlers.api_starts._idempotency
     handlers.api.configure(service, idempotency=None)
     server = make_http_server(ApiBridge(handlers.api.container), 0)
     thread = threading.Thread(target=server.serve_forever, daemon=True)

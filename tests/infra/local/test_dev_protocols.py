@@ -6,6 +6,7 @@ lists the agents as tools over streamable HTTP and calls one."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,7 +28,9 @@ def message(text: str | None = None, data: Any = None, **ids: str) -> pb.SendMes
     part = pb.Part(text=text) if text is not None else pb.Part()
     if data is not None:
         json_format.ParseDict(data, part.data)
-    msg = pb.Message(message_id=f"m-{text or 'data'}", role=pb.ROLE_USER, parts=[part], **ids)
+    # an id of its own per message, as a client sends it: a repeated id is a retry, and is
+    # answered with the first message's task (handlers.a2a)
+    msg = pb.Message(message_id=str(uuid.uuid4()), role=pb.ROLE_USER, parts=[part], **ids)
     return pb.SendMessageRequest(message=msg)
 
 
@@ -106,3 +109,26 @@ def test_the_mcp_client_lists_the_agents_and_calls_one(dev: Dev) -> None:
     assert not result.is_error
     assert result.structured_content["order_id"] == "ORD-1002"
     assert "ORD-1002" in result.content[0].text
+
+
+def test_the_sdk_client_lists_a_contexts_tasks(dev: Dev) -> None:
+    context = f"sdk-list-{uuid.uuid4().hex[:8]}"
+    for order in ("ORD-1001", "ORD-1002"):
+        asyncio.run(
+            exchange(dev, "orders", message(f"status of {order}", context_id=context), False)
+        )
+
+    async def listing() -> pb.ListTasksResponse:
+        async with httpx.AsyncClient(timeout=60) as http:
+            config = ClientConfig(streaming=False, httpx_client=http)
+            client = await create_client(f"{dev.api}/a2a/orders", config)
+            request = pb.ListTasksRequest(context_id=context, include_artifacts=True)
+            return await client.list_tasks(request)
+
+    found = asyncio.run(listing())
+    assert found.total_size == 2 and len(found.tasks) == 2
+    assert {t.context_id for t in found.tasks} == {context}
+    orders = [
+        json_format.MessageToDict(t.artifacts[0].parts[1].data)["order_id"] for t in found.tasks
+    ]
+    assert orders == ["ORD-1002", "ORD-1001"]  # newest first

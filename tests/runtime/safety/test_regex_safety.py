@@ -61,13 +61,17 @@ def test_safe_loops_are_accepted(pattern: str) -> None:
 
 def test_the_refusal_is_real() -> None:
     """A refused pattern really is exponential in Python's `re`: each 4 more characters of
-    input multiply the time (here ~ x3 per step); an accepted look-alike stays flat."""
+    input multiply the time (here ~ x16 per step); an accepted look-alike stays flat. Each
+    size is timed three times and the best kept: a busy machine only ever adds time."""
     bad, good = re.compile(r"^(\s*,\s*)*$"), re.compile(r"^(,\s*)*$")
     timings = []
     for n in (12, 16):
-        started = time.perf_counter()
-        bad.match(", " * n + "x")
-        timings.append(time.perf_counter() - started)
+        tries = []
+        for _ in range(3):
+            started = time.perf_counter()
+            bad.match(", " * n + "x")
+            tries.append(time.perf_counter() - started)
+        timings.append(min(tries))
     assert timings[1] > 4 * timings[0] > 0
     started = time.perf_counter()
     good.match(", " * 10_000 + "x")

@@ -146,3 +146,39 @@ def test_a_commit_too_large_for_one_item_keeps_its_content_in_s3() -> None:
         assert sum(len(str(v)) for v in item.values()) < 4 * 1024
         loaded = store.load_messages(store.load_head(head.run_id))
         assert [m.content for m in loaded[1:]] == texts
+
+
+@pytest.mark.parametrize("sizes", [[3000, 3000, 3000], [9000, 10], [10, 20]])
+def test_events_are_kept_inline_unless_one_alone_is_over_the_body_limit(sizes: list[int]) -> None:
+    """A commit's events are serialised together (one pass) unless together they pass the
+    body limit; then each one over it goes to the blob store alone, as it always did."""
+    from runtime.events import Event
+    from runtime.store.records import BODY_LIMIT
+
+    store = MemoryStore()
+    head = Engine(SPEC, store, clock=FakeClock()).start("a", "go")
+    events = [
+        Event(
+            seq=head.event_seq + i,
+            type="hook_decision",
+            at=1.5,
+            run_id=head.run_id,
+            data={"reason": "é" * n},
+        )
+        for i, n in enumerate(sizes)
+    ]
+    new = head.model_copy(
+        update={"version": head.version + 1, "event_seq": head.event_seq + len(events)}
+    )
+    store.commit(Commit(head=new, expected_version=head.version, events=events))
+    assert store.list_events(head.run_id, after=head.event_seq - 1) == events
+    offloaded = [key for key in store.blobs.objects if key.startswith(f"bodies/{head.run_id}/E")]
+    assert len(offloaded) == sum(1 for n in sizes if 2 * n > BODY_LIMIT)  # "é": two bytes
+    record = store.items[
+        (
+            "RUN#" + head.run_id,
+            max(k for p, k in store.items if p == "RUN#" + head.run_id and k.startswith("T#")),
+        )
+    ]
+    inline = [e.model_dump_json() for e in events if 2 * len(e.data["reason"]) <= BODY_LIMIT]
+    assert all(doc in record["evs"] for doc in inline)

@@ -65,3 +65,84 @@ def test_the_pool_caps_and_reuses_its_threads() -> None:
     )
     with pytest.raises(ZeroDivisionError):
         pool.submit(lambda: 1 / 0).result(timeout=5)
+
+
+def test_run_blocking_hands_over_results_errors_and_context() -> None:
+    """The pool's own hop (no concurrent Future): the value, the exception and the
+    caller's context variables arrive as with run_in_executor, from a thread of the pool."""
+    import asyncio
+    import contextvars
+
+    from runtime.tools.threads import run_blocking
+
+    pool = DaemonPool(2, "hop-test")
+    who = contextvars.ContextVar("who", default="nobody")
+
+    def whoami(suffix: str, *, sep: str) -> tuple[str, str]:
+        return who.get() + sep + suffix, threading.current_thread().name
+
+    async def main() -> None:
+        who.set("caller")
+        value, thread = await run_blocking(pool, whoami, "x", sep="/")
+        assert value == "caller/x" and thread.startswith("hop-test")
+        with pytest.raises(ZeroDivisionError):
+            await run_blocking(pool, lambda: 1 / 0)
+        results = await asyncio.gather(*(run_blocking(pool, pow, i, 2) for i in range(20)))
+        assert results == [i * i for i in range(20)]
+
+    asyncio.run(main())
+
+
+def test_a_call_whose_waiter_gave_up_while_it_queued_never_runs() -> None:
+    """As with run_in_executor: a call cancelled (its timeout ran out) before a thread took
+    it is never started; one already running finishes in its thread, its result dropped."""
+    import asyncio
+
+    from runtime.tools.threads import run_blocking
+
+    pool = DaemonPool(1, "queue-test")
+    release = threading.Event()
+    ran: list[str] = []
+
+    def hold() -> str:
+        ran.append("hold")
+        release.wait(10)
+        return "held"
+
+    async def main() -> None:
+        first = asyncio.ensure_future(run_blocking(pool, hold))
+        await asyncio.sleep(0.05)  # the only thread is busy with it
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(run_blocking(pool, ran.append, "queued"), 0.05)
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(first, 0.05)  # running: it finishes, nobody waits
+        release.set()
+        assert await run_blocking(pool, lambda: "next") == "next"
+
+    asyncio.run(main())
+    assert ran == ["hold"]
+
+
+def test_a_call_that_outlives_its_loop_leaves_its_thread_serving() -> None:
+    """A call abandoned at its timeout ends after its event loop closed: its result goes
+    nowhere, and the thread goes on serving the pool (a one-thread pool would hang)."""
+    import asyncio
+
+    from runtime.tools.threads import run_blocking
+
+    pool = DaemonPool(1, "outlive-test")
+
+    async def abandon() -> None:
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(run_blocking(pool, time.sleep, 0.2), 0.02)
+
+    asyncio.run(abandon())  # the loop closes while the call still sleeps
+    time.sleep(0.4)
+
+    async def later() -> str:
+        return await asyncio.wait_for(run_blocking(pool, str, 7), 5)
+
+    assert asyncio.run(later()) == "7"
+    assert [t.name for t in threading.enumerate() if t.name.startswith("outlive-test")] == [
+        "outlive-test_1"
+    ]
