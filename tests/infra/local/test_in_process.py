@@ -194,3 +194,42 @@ def test_lambda_invokes_run_in_their_own_thread_bounded_by_the_read_timeout(
         assert sent_over_http == []
     finally:
         next(server, None)
+
+
+def test_s3_objects_go_in_process_and_come_back_whole(
+    tmp_path: Path, sent_over_http: list[str]
+) -> None:
+    """S3 as the store uses it for large parts (bytes, a file body, metadata with an
+    underscore, a streamed read, a HEAD), answered in process and kept in the log."""
+    state = tmp_path / "state"
+    server = _server(state)
+    aws = next(server)
+    try:
+        s3 = stack_client("s3", aws.url)
+        bucket = f"in-process-{uuid.uuid4().hex[:8]}"
+        s3.create_bucket(Bucket=bucket)
+        payload = bytes(range(256)) * 300  # 76.8 KB, every byte value
+        s3.put_object(Bucket=bucket, Key="a/b c.bin", Body=payload, Metadata={"run_id": "r1"})
+        upload = tmp_path / "upload.txt"
+        upload.write_text("from a file ✓", encoding="utf-8")
+        with open(upload, "rb") as body:
+            s3.put_object(Bucket=bucket, Key="file.txt", Body=body)
+        got = s3.get_object(Bucket=bucket, Key="a/b c.bin")
+        assert got["Body"].read() == payload
+        assert got["Metadata"] == {"run_id": "r1"}
+        head = s3.head_object(Bucket=bucket, Key="file.txt")
+        assert head["ContentLength"] == len("from a file ✓".encode())
+        text = s3.get_object(Bucket=bucket, Key="file.txt")["Body"].read().decode()
+        assert text == "from a file ✓"
+        assert sent_over_http == []
+        logged = (state / "aws.log").read_text()
+        assert f"/{bucket}/a/b%20c.bin" in logged or f"/{bucket}/a/b c.bin" in logged
+    finally:
+        next(server, None)
+    again = _server(state)  # replayed from the log after a restart
+    restarted = next(again)
+    try:
+        s3 = stack_client("s3", restarted.url)
+        assert s3.get_object(Bucket=bucket, Key="a/b c.bin")["Body"].read() == payload
+    finally:
+        next(again, None)
