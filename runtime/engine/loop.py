@@ -198,8 +198,8 @@ class Engine(Interventions):
         return run.head
 
     def result(self, run_id: str) -> dict[str, Any]:
-        head = self.store.load_head(run_id)
-        result = build_result(head, self.store.load_messages(head), self.store.blobs)
+        head, messages = self.store.load_run(run_id)
+        result = build_result(head, messages, self.store.blobs)
         if head.children:  # what the children wait for shows on the parent
             result["children"] = [self._child_view(c) for c in head.children]
         return result

@@ -332,6 +332,11 @@ class RunStore(Protocol):
         that reads nothing before `start`: a compacted run loads from its summary)."""
         ...
 
+    def load_run(self, run_id: str) -> tuple[RunHead, list[Message]]:
+        """The head and all its messages in one read of the run's records (what a result
+        shows): load_head then load_messages would read the newest record twice."""
+        ...
+
     def session_history(self, head: RunHead, limit: int) -> list[Message]:
         """What the run sees of its session: the last `limit` messages of the session's
         earlier succeeded runs, oldest first, as later runs see them (messages.as_earlier),

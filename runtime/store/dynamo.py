@@ -9,6 +9,7 @@ re-reads and backs off.
 from __future__ import annotations
 
 import contextlib
+import itertools
 from collections.abc import Iterator
 from typing import Any
 
@@ -184,6 +185,16 @@ class DynamoStore:
         page = None if start == 0 else min(1000, 2 * (head.msg_seq - start) + 8)
         newest = self._records(head.run_id, below=records.head_bound(head), page_size=page)
         return records.messages_from(newest, head, start, self.blobs)
+
+    def load_run(self, run_id: str) -> tuple[RunHead, list[Message]]:
+        newest = self._records(run_id)
+        first = next(newest, None)
+        if first is None:
+            raise RunNotFound(f"no run {run_id!r}")
+        head = records.decode_head(first)
+        if head.msg_seq <= 0:
+            return head, []
+        return head, records.messages_from(itertools.chain([first], newest), head, 0, self.blobs)
 
     def session_history(self, head: RunHead, limit: int) -> list[Message]:
         if limit <= 0:

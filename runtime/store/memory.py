@@ -105,6 +105,10 @@ class MemoryStore:
         pk, _ = it.head_key(run_id)
         return (i for i in reversed(list(self._query(pk, records.PREFIX))) if i["sk"] <= below)
 
+    def load_run(self, run_id: str) -> tuple[RunHead, list[Message]]:
+        head = self.load_head(run_id)
+        return head, self.load_messages(head)
+
     def load_messages(self, head: RunHead, start: int = 0) -> list[Message]:
         if start >= head.msg_seq:
             return []

@@ -13,7 +13,7 @@ import pytest
 from infra.local.aws import embedded_aws
 from runtime.clock import FakeClock
 from runtime.engine.loop import Engine
-from runtime.errors import StateConflict, WrongState
+from runtime.errors import RunNotFound, StateConflict, WrongState
 from runtime.messages import ToolResultMessage, UserMessage
 from runtime.spec import AgentfnSpec
 from runtime.store.dynamo import DynamoStore
@@ -204,3 +204,34 @@ def test_a_reply_to_a_run_that_is_not_waiting_is_refused_unless_it_repeats() -> 
     assert again.status == "running"
     with pytest.raises(WrongState):
         engine.reply(head.run_id, "ORD-2")  # a different answer: refused
+
+
+def test_a_runs_result_is_one_query_and_the_same_as_head_then_messages() -> None:
+    """GET /runs/{id} (Engine.result) reads the run's records once: the newest record is the
+    head, the rest hold the messages; reading the head first read that record twice. The
+    answer is what the head and its messages read apart give, a big offloaded body included."""
+    from collections import Counter
+
+    script = [
+        {"text": "looking", "tool_calls": [call("echo", {"text": BIG})]},
+        {"text": "found it"},
+    ]
+    with embedded_aws() as clients:
+        store = clients.store()
+        engine = Engine(make_spec(script, tools=["echo"]), store, clock=FakeClock())
+        head = asyncio.run(engine.run("a", "find it"))
+        assert head.status == "succeeded"
+        queries: Counter[str] = Counter()
+        clients.dynamodb.meta.events.register(
+            "before-parameter-build.dynamodb", lambda model, **_: queries.update([model.name])
+        )
+        result = engine.result(head.run_id)
+        assert dict(queries) == {"Query": 1}
+
+        apart = store.load_messages(store.load_head(head.run_id))
+        together = store.load_run(head.run_id)
+        assert together[0] == store.load_head(head.run_id)
+        assert [m.model_dump() for m in together[1]] == [m.model_dump() for m in apart]
+        assert result["result"] == "found it" and len(apart) == 4
+        with pytest.raises(RunNotFound):
+            store.load_run("a-missing-run")
