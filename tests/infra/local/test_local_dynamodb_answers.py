@@ -84,7 +84,7 @@ def _parse(operation: str, body: str, generic: bool) -> dict[str, Any]:
     return parsed
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(items, st.lists(items, max_size=3))
 def test_direct_answers_equal_moto_generic_ones(item: dict[str, Any], found: list[Any]) -> None:
     for operation, result in (
