@@ -225,7 +225,8 @@ def test_without_root_user_namespaces_give_the_same_walls_but_user(
         seconds="44.0447",
         main=(
             f"import os\nprint(open({str(dotenv)!r}).read() if os.path.exists({str(dotenv)!r})"
-            " else 'hidden')\nresult = [p for p in os.listdir('/proc') if p.isdigit()]"
+            " else 'hidden')\nos.wait()\n"  # the detaching child gone: itself and the sleeper
+            "result = [p for p in os.listdir('/proc') if p.isdigit()]"
         ),
         detach=DETACH,
     )
