@@ -14,11 +14,10 @@ run`) the engine waits for it here, `poll_interval` apart, as it waits for local
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import TYPE_CHECKING, Any
 
 from runtime.engine.commits import RunCursor
-from runtime.engine.toolrun import error_result
+from runtime.engine.toolrun import answered_result, error_result
 from runtime.messages import ToolCall, ToolResultMessage
 from runtime.store.base import ChildRun, RemoteTask
 
@@ -77,17 +76,7 @@ class RemoteAsks:
         if task.error is not None:
             result = error_result(call, turn, f"{ref.agent}: {task.error}")
         else:
-            answer = task.answer
-            text = answer if isinstance(answer, str) else json.dumps(answer, default=str)
-            result = ToolResultMessage(
-                tool_call_id=call.id,
-                tool_name=call.name,
-                content=text,
-                inputs=call.arguments,
-                output=answer,
-                turn=turn,
-                at=self.clock.now(),
-            )
+            result = answered_result(call, turn, task.answer, self.clock.now())
         result.tool_ref = self._toolbox(run.head)[call.name].reference
         return result
 

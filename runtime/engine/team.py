@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import re
 from typing import Any
 
@@ -34,7 +33,7 @@ from runtime.engine.cost import child_budget
 from runtime.engine.remote_asks import RemoteAsks
 from runtime.engine.result import final_result
 from runtime.engine.tool_phase import ToolPhase
-from runtime.engine.toolrun import error_result
+from runtime.engine.toolrun import answered_result, error_result
 from runtime.errors import InvalidRequest, RunError, RunNotFound, StateConflict
 from runtime.events import EventType, preview
 from runtime.messages import (
@@ -312,17 +311,7 @@ class TeamPhase(RemoteAsks, ToolPhase):
             call = calls[child.parent_call_id or ""]
             if child.status == "succeeded":
                 answer = final_result(child, self.store.blobs)
-                text = answer if isinstance(answer, str) else json.dumps(answer, default=str)
-                result = ToolResultMessage(
-                    tool_call_id=call.id,
-                    tool_name=call.name,
-                    content=text,
-                    inputs=call.arguments,
-                    output=answer,
-                    turn=turn,
-                    at=self.clock.now(),
-                    child_run_id=child.run_id,
-                )
+                result = answered_result(call, turn, answer, self.clock.now(), child.run_id)
             else:
                 why = f"{child.agent} {child.status}: {child.error_code}: {child.error_message}"
                 result = error_result(call, turn, why).model_copy(

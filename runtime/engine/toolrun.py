@@ -38,6 +38,24 @@ def error_result(
     )
 
 
+def answered_result(
+    call: ToolCall, turn: int, answer: Any, at: float, child_run_id: str | None = None
+) -> ToolResultMessage:
+    """A sub-agent's answer (an asked child run, a remote A2A task) as the asking call's
+    result: the answer as text for the model, as it was for the record."""
+    text = answer if isinstance(answer, str) else json.dumps(answer, default=str)
+    return ToolResultMessage(
+        tool_call_id=call.id,
+        tool_name=call.name,
+        content=text,
+        inputs=call.arguments,
+        output=answer,
+        turn=turn,
+        at=at,
+        **({"child_run_id": child_run_id} if child_run_id else {}),  # unset as before when none
+    )
+
+
 #: json.dumps(…, ensure_ascii=False, default=str) with its encoder made once (dumps with
 #: options builds one per call; every tool result is rendered).
 _OUTPUT_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
