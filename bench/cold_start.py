@@ -124,7 +124,6 @@ def main() -> None:
     parser.add_argument("--tries", type=int, default=7)
     parser.add_argument("--keep", type=Path, help="build the shipped package here, and keep it")
     args = parser.parse_args()
-    from infra.local.aws import LOCAL_BUCKET, LOCAL_TABLE, AwsClients, create_resources
     from infra.local.dev_aws import MotoServer, pointed_at
     from runtime.engine.loop import Engine
     from runtime.spec import load_compiled
@@ -149,12 +148,7 @@ def main() -> None:
         aws = MotoServer(0)
         with pointed_at(aws.url, aws.port):
             aws.start()
-            import boto3
-
-            clients = AwsClients(
-                boto3.client("dynamodb"), boto3.client("s3"), LOCAL_TABLE, LOCAL_BUCKET
-            )
-            create_resources(clients)
+            clients = speed.stack_clients()
             spec = load_compiled(code / "agentfn.spec.json")
             engine = Engine(spec, clients.store())
             env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "AGENTFN_AGENT": "a",

@@ -160,7 +160,6 @@ def shipped_variants(work: Path) -> dict[str, list[Path]]:
 
 
 def cold_start(tries: int) -> None:
-    from infra.local.aws import LOCAL_BUCKET, LOCAL_TABLE, AwsClients, create_resources
     from infra.local.dev_aws import MotoServer, pointed_at
     from runtime.engine.loop import Engine
     from runtime.spec import load_compiled
@@ -171,12 +170,7 @@ def cold_start(tries: int) -> None:
         aws = MotoServer(0)
         with pointed_at(aws.url, aws.port):
             aws.start()
-            import boto3
-
-            clients = AwsClients(
-                boto3.client("dynamodb"), boto3.client("s3"), LOCAL_TABLE, LOCAL_BUCKET
-            )
-            create_resources(clients)
+            clients = stack_clients()
             code = variants["as shipped (bytecode)"][0]
             spec = load_compiled(code / "agentfn.spec.json")
             engine = Engine(spec, clients.store())
@@ -403,6 +397,18 @@ def main() -> None:
     dev_server(100 if args.quick else 1000)
     sync_tools()
     per_turn()
+
+
+def stack_clients() -> Any:
+    """The stack's table and bucket on the embedded server the process is pointed at
+    (infra.local.dev_aws.pointed_at), created, and clients for them."""
+    import boto3
+
+    from infra.local.aws import LOCAL_BUCKET, LOCAL_TABLE, AwsClients, create_resources
+
+    clients = AwsClients(boto3.client("dynamodb"), boto3.client("s3"), LOCAL_TABLE, LOCAL_BUCKET)
+    create_resources(clients)
+    return clients
 
 
 if __name__ == "__main__":
