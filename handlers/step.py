@@ -34,7 +34,7 @@ def build_service_from_environment() -> Any:
     from runtime.engine.loop import Engine
     from runtime.secrets import protect_logs
     from runtime.service import RunService
-    from runtime.spec import load_compiled
+    from runtime.spec.plain import load_compiled
     from runtime.stack import Stack
     from runtime.store.dynamo import DynamoStore, S3Blobs
 

@@ -25,8 +25,8 @@ from typing import Any
 
 from runtime.errors import AgentfnError
 from runtime.redaction import RedactingFilter, Redactor
-from runtime.spec import AgentfnSpec
-from runtime.spec.types import SECRET_REF_RE
+from runtime.spec.plain import AgentfnSpec
+from runtime.spec.shared import SECRET_REF_RE
 
 CACHE_SECONDS = 300
 

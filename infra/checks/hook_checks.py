@@ -23,7 +23,7 @@ from infra.checks.yamlsrc import Path_
 from runtime.engine.hook_rules import parse_path
 from runtime.safety.regex_safety import Budget, regex_problem
 from runtime.spec.hooks import ARG_PATH_PATTERN
-from runtime.spec.types import SECRET_REF_RE
+from runtime.spec.shared import SECRET_REF_RE
 
 ARG_PATH = re.compile(ARG_PATH_PATTERN)
 

@@ -26,8 +26,8 @@ from infra.checks.tool_refs import (
 from infra.checks.yamlsrc import Path_
 from infra.sam.naming import logical_id
 from runtime.safety.regex_safety import Budget
-from runtime.spec.tools import BUILTIN_TOOLS, URL_PARAM_RE
-from runtime.spec.types import SECRET_REF_RE
+from runtime.spec.shared import SECRET_REF_RE, URL_PARAM_RE
+from runtime.spec.tools import BUILTIN_TOOLS
 from runtime.tools.toolset import DEFAULT_TOOLS
 
 

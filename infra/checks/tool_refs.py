@@ -15,7 +15,7 @@ from typing import Any
 
 from infra.checks.issues import RefProblem, did_you_mean
 from infra.checks.yamlsrc import Path_
-from runtime.spec.tools import PYTHON_HANDLER_RE
+from runtime.spec.shared import PYTHON_HANDLER_RE
 
 SENSITIVE_HEADER = re.compile(r"authorization|api[-_]?key|token|secret|password|cookie", re.I)
 

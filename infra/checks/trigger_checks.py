@@ -22,7 +22,7 @@ from typing import Any
 
 from infra.checks.issues import RefProblem, did_you_mean, mapping
 from infra.checks.yamlsrc import Path_
-from runtime.spec.triggers import SOURCES
+from runtime.spec.shared import SOURCES
 from runtime.triggers.events import PER_EVENT, PROVIDES
 from runtime.workflows.template import REF_RE, references
 

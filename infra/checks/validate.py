@@ -40,7 +40,8 @@ from infra.checks.yamlsrc import (
 from infra.sam.prices import with_prices
 from runtime.spec import AgentfnSpec
 from runtime.spec.environments import Environment, SpecFile
-from runtime.spec.types import NAME_PATTERN, SECRET_REF_PATTERN, Name
+from runtime.spec.shared import SECRET_REF_PATTERN
+from runtime.spec.types import NAME_PATTERN, Name
 
 _PATTERN_HINTS = {
     NAME_PATTERN: "names start with a letter and use letters, digits, '_' or '-' (at most 64)",

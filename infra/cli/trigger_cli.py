@@ -104,7 +104,7 @@ def _deliver(
 
     prepare_project(args.file)
     progress = Progress(sys.stderr, enabled=not args.json)
-    secret = SecretResolver(spec).value
+    secret = SecretResolver(spec.to_runtime()).value
     queue_arn = LOCAL_ACCOUNT_ARN + queue_name(args.name, args.trigger)
     with stack_clients(args.file, args.offline) as clients:
         stack = None
@@ -157,7 +157,7 @@ def _delivery(args: argparse.Namespace, config: Any, event: Any, secret: Any, ar
 
 
 def _webhook_event(args: argparse.Namespace, config: Any, body: str, secret: Any) -> Any:
-    from runtime.spec.types import secret_names
+    from runtime.spec.shared import secret_names
     from runtime.triggers.signatures import sign
 
     hook = config.webhook

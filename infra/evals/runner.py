@@ -203,14 +203,16 @@ def _model_factory(
     def make(name: str) -> Any:
         config = configs[name]
         if config.provider in _NO_CASSETTE or cassette is None:
-            return build_model(name, config, SecretResolver(spec))
+            return build_model(name, config.to_runtime(), SecretResolver(spec.to_runtime()))
         if config.provider == "bedrock":
             from infra.evals.bedrock_cassette import bedrock_client
 
             client = bedrock_client(cassette, name, repetition, config)
-            secrets = resolve_placeholder if replaying else SecretResolver(spec)
-            return build_model(name, config, secrets, boto_client=client)
-        secrets = resolve_placeholder if replaying else SecretResolver(spec)
-        return build_model(name, config, secrets, http_client=cassette.client(name, repetition))
+            secrets = resolve_placeholder if replaying else SecretResolver(spec.to_runtime())
+            return build_model(name, config.to_runtime(), secrets, boto_client=client)
+        secrets = resolve_placeholder if replaying else SecretResolver(spec.to_runtime())
+        return build_model(
+            name, config.to_runtime(), secrets, http_client=cassette.client(name, repetition)
+        )
 
     return make

@@ -164,7 +164,7 @@ class Reloader:
         for stack in reversed(self.generations):
             spec = stack.spec
             known = head.agent in spec.agents and agent in spec.agents
-            if known and agent_hash(spec, head.agent) == head.agent_hash:
+            if known and agent_hash(spec.to_runtime(), head.agent) == head.agent_hash:
                 return stack
         return newest  # started on no spec served here: the engine says SPEC_CHANGED
 

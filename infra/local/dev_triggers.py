@@ -38,7 +38,7 @@ def connect(stack: Any, secret: Any = None) -> dict[str, tuple[str, str]]:
     from runtime.secrets import SecretResolver
 
     spec = stack.spec
-    starter = TriggerStarter(stack.service, secret or SecretResolver(spec).value)
+    starter = TriggerStarter(stack.service, secret or SecretResolver(spec.to_runtime()).value)
     queues = queue_targets(spec, LOCAL_QUEUE_PREFIX)
     handlers.trigger.configure(starter, queues)
     return _create_queues(stack)

@@ -14,12 +14,12 @@ from typing import Any
 from infra.sam.intrinsics import REGION, arn
 from runtime.spec import AgentfnSpec
 from runtime.spec.databases import AuroraDatabase
-from runtime.spec.graph import model_closure
-from runtime.spec.hooks import HttpHook, LambdaHook, agent_hooks
+from runtime.spec.graph import agent_hooks, model_closure
+from runtime.spec.hooks import HttpHook, LambdaHook
 from runtime.spec.knowledge import BedrockKnowledgeBase
 from runtime.spec.models import BedrockModel
+from runtime.spec.shared import SECRET_REF_RE
 from runtime.spec.tools import LambdaTool
-from runtime.spec.types import SECRET_REF_RE
 
 # Cross-region inference profiles put a geography in front of the model id.
 _PROFILE_PREFIX = re.compile(r"^(us|eu|apac|us-gov|global|jp|au|ca)\.(.+)$")

@@ -174,7 +174,7 @@ def _secret_statements(
     spec: AgentfnSpec, declared: list[tuple[str, str, list[TriggerConfig]]]
 ) -> list[dict[str, Any]]:
     from infra.sam.iam import _secret_arn  # the one place a secret's ARN is derived
-    from runtime.spec.types import secret_names
+    from runtime.spec.shared import secret_names
 
     names = sorted(
         {

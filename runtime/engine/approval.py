@@ -16,7 +16,7 @@ from typing import Any
 
 from runtime.engine.toolrun import error_result
 from runtime.messages import ToolCall, ToolResultMessage
-from runtime.spec import AgentfnSpec, ApprovalRule
+from runtime.spec.plain import AgentfnSpec, ApprovalRule
 from runtime.store.base import ApprovalDecision
 from runtime.tools.base import Tool
 

@@ -40,7 +40,7 @@ from runtime.messages import (
 from runtime.models.base import Model, ModelRequest, ToolSpec
 from runtime.models.failures import ContextOverflow
 from runtime.models.windows import context_window, prompt_budget
-from runtime.spec.context import CompactionSettings
+from runtime.spec.plain import CompactionSettings
 from runtime.tools.base import ToolContext
 
 #: The share of the summarising model's window its transcript may take.

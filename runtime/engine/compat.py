@@ -18,8 +18,11 @@ import hashlib
 import json
 from typing import Any
 
-from runtime.spec import AgentfnSpec
+import msgspec
+
 from runtime.spec.graph import agent_closure, model_closure
+from runtime.spec.plain import AgentfnSpec
+from runtime.spec.plain.base import set_values
 
 #: Hashes by spec object and agent: a spec is not changed once loaded, and every start and
 #: advance asks (the whole agent serialised and hashed: milliseconds for a long script).
@@ -48,7 +51,7 @@ def _agent_hash(spec: AgentfnSpec, agent: str) -> str:
     )
     relevant: dict[str, Any] = {
         # What starts a run (its triggers) is not how it runs: editing one fails no run.
-        "agents": {a: _set(spec.agents[a].model_copy(update={"triggers": []})) for a in agents},
+        "agents": {a: _set(msgspec.structs.replace(spec.agents[a], triggers=[])) for a in agents},
         "models": {m: _set(spec.models[m]) for m in models},
         "tools": {t: _set(spec.tools[t]) for t in tools},
         "mcp": {s: _set(spec.mcp_servers[s]) for s in servers},
@@ -61,6 +64,8 @@ def _agent_hash(spec: AgentfnSpec, agent: str) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
-def _set(model: Any) -> Any:
-    """What the spec sets, defaults left out (tags such as `provider` are required: kept)."""
-    return model.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+def _set(section: Any) -> Any:
+    """What the spec sets, defaults left out (tags such as `provider` are kept): the same
+    JSON the validated models give (runtime.spec.plain.base.set_values), so the hashes of
+    runs started before the run-time structs existed still match."""
+    return set_values(section)

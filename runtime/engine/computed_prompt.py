@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from runtime.engine.prompt import render_system_prompt, team_prompt
 from runtime.errors import RunError
-from runtime.spec.agents import AgentConfig, PythonPrompt
+from runtime.spec.plain import AgentConfig, PythonPrompt
 from runtime.tools.base import ToolError
 
 if TYPE_CHECKING:

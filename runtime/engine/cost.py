@@ -16,8 +16,7 @@ from typing import Any
 
 from runtime.errors import RunError
 from runtime.messages import Usage
-from runtime.spec import AgentfnSpec
-from runtime.spec.models import Price
+from runtime.spec.plain import AgentfnSpec, Price
 from runtime.store.base import RunHead, Spend
 from runtime.trusted import made
 

@@ -21,7 +21,8 @@ from runtime.engine.hook_kinds import ALLOW, Asking, HookFailure, Verdict, ask, 
 from runtime.engine.hook_rules import RuleSet
 from runtime.engine.toolsets import Toolsets
 from runtime.events import EventType
-from runtime.spec.hooks import HookConfig, RuleHook, agent_hooks
+from runtime.spec.graph import agent_hooks
+from runtime.spec.plain import HookConfig, RuleHook
 from runtime.store.base import HookProgress
 
 log = logging.getLogger("agentfn.hooks")

@@ -23,14 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from runtime.spec.hooks import (
-    BLOCKING_EVENTS,
-    MODIFIES,
-    HookConfig,
-    HttpHook,
-    LambdaHook,
-    PythonHook,
-)
+from runtime.spec.plain import HookConfig, HttpHook, LambdaHook, PythonHook
+from runtime.spec.shared import BLOCKING_EVENTS, MODIFIES
 from runtime.tools.base import ToolContext, ToolError
 
 Decision = Literal["allow", "deny", "modify"]

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from runtime.engine.hook_kinds import HookFailure
-from runtime.spec.hooks import HookRule, RuleHook, compile_pattern
+from runtime.spec.plain import HookRule, RuleHook
+from runtime.spec.shared import compile_pattern
 
 _PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 _MISSING = object()

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import uuid
 from contextlib import AsyncExitStack
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runtime.clock import Clock, SystemClock
 from runtime.engine import output as out
@@ -38,9 +38,12 @@ from runtime.models.base import Model, ModelRequest, ToolSpec
 from runtime.models.failures import ContextOverflow
 from runtime.naming import new_run_id
 from runtime.observability.tracing import tracer_for
-from runtime.spec import AgentfnSpec
+from runtime.spec.plain import AgentfnSpec, runtime_spec
 from runtime.store.base import TERMINAL, RunHead, RunStore
 from runtime.tools.base import Tool
+
+if TYPE_CHECKING:
+    from runtime.spec import root
 
 MAX_CONTINUATIONS = 3
 MAX_CORRECTIONS = 2
@@ -51,7 +54,7 @@ class Engine(Interventions):
 
     def __init__(
         self,
-        spec: AgentfnSpec,
+        spec: AgentfnSpec | root.AgentfnSpec,  # a validated spec runs on its structs
         store: RunStore,
         *,
         clock: Clock | None = None,
@@ -64,10 +67,10 @@ class Engine(Interventions):
         child_starter: Any = None,  # (child head) -> None: starts a child's execution
         chunks: Any = None,  # runtime.live.live.ChunkListener: the answer's text as it streams
     ):
-        self.spec = spec
+        self.spec = runtime_spec(spec)
         self.store = store
         self.clock = clock or SystemClock()
-        self._tracer = tracer_for(spec, self.clock, secrets)  # None: telemetry is off
+        self._tracer = tracer_for(self.spec, self.clock, secrets)  # None: telemetry is off
         self.listener = listener if self._tracer is None else self._tracer.listening(listener)
         self.lease_seconds = lease_seconds
         self.owner = uuid.uuid4().hex

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from runtime.spec.agents import AgentConfig
+from runtime.spec.plain import AgentConfig
 from runtime.store.base import RunHead
 
 FINAL_TURN_NOTE = (

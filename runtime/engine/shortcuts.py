@@ -16,7 +16,7 @@ from runtime.engine.commits import RunCursor
 from runtime.engine.team import Events, TeamPhase
 from runtime.events import preview
 from runtime.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
-from runtime.spec.agents import Intent
+from runtime.spec.plain import Intent
 from runtime.store.base import RunHead
 
 #: The `model` of an answer an intent gave (no model was asked).

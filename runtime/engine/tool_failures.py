@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from runtime.errors import ToolFailed
 from runtime.messages import Message, ToolResultMessage
-from runtime.spec import AgentfnSpec
+from runtime.spec.plain import AgentfnSpec
 
 
 def failure_policy(spec: AgentfnSpec, agent: str, tool_ref: str | None) -> tuple[str, int]:

@@ -22,7 +22,7 @@ from runtime.engine.traced import Traced
 from runtime.events import preview
 from runtime.messages import AssistantMessage, ToolCall, ToolResultMessage
 from runtime.observability.tracing import NOT_TRACED
-from runtime.spec import AgentfnSpec
+from runtime.spec.plain import AgentfnSpec
 from runtime.store.base import Clarification, PendingApproval
 from runtime.tools.base import Tool, ToolContext
 from runtime.tools.builtins import CLARIFY

@@ -14,7 +14,7 @@ from typing import Any
 from runtime.engine.commits import Persistence, RunCursor
 from runtime.events import EventType
 from runtime.models.base import ToolSpec
-from runtime.spec import AgentfnSpec
+from runtime.spec.plain import AgentfnSpec
 from runtime.store.base import RunHead
 from runtime.tools.base import Tool
 from runtime.tools.builtins import ToolListing

@@ -17,7 +17,7 @@ from runtime.models.base import (
 from runtime.models.failures import classify_http
 from runtime.models.http import HttpModel, post_json, post_stream
 from runtime.models.streaming import CallBuffer, SseEvent, TextSink, event_json, unstreamed
-from runtime.spec.models import AnthropicModel
+from runtime.spec.plain import AnthropicModel
 
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096  # the API requires max_tokens; this is what we ask for when unset

@@ -31,7 +31,7 @@ from runtime.models.failures import (
     tools_error,
 )
 from runtime.models.streaming import TextSink
-from runtime.spec.models import BedrockModel
+from runtime.spec.plain import BedrockModel
 
 #: Codes a busy-sounding message never turns into a retry (the caller must act).
 _NEVER_BUSY_CODES = frozenset(

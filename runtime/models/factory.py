@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from runtime.models.base import Model, SecretResolver
-from runtime.spec import models as spec
-from runtime.spec.models import ModelConfig
+from runtime.spec import plain as spec
+from runtime.spec.plain import ModelConfig
 
 
 def build_model(

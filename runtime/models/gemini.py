@@ -14,7 +14,7 @@ from runtime.models.failures import classify_http
 from runtime.models.gemini_schema import gemini_parameters
 from runtime.models.http import HttpModel, post_json, post_stream
 from runtime.models.streaming import SseEvent, TextSink, event_json, unstreamed
-from runtime.spec.models import GeminiModel as GeminiConfig
+from runtime.spec.plain import GeminiModel as GeminiConfig
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 

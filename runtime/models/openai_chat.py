@@ -35,7 +35,7 @@ from runtime.models.base import (
 from runtime.models.failures import classify_http
 from runtime.models.http import HttpModel, post_json, post_stream
 from runtime.models.streaming import CallBuffer, SseEvent, TextSink, event_json, unstreamed
-from runtime.spec.models import (
+from runtime.spec.plain import (
     AiGatewayModel,
     AzureOpenAIModel,
     OllamaModel,

@@ -34,7 +34,7 @@ from runtime.models.base import result_text as tool_text
 from runtime.models.failures import classify_http
 from runtime.models.http import HttpModel, post_json, post_stream
 from runtime.models.streaming import CallBuffer, SseEvent, TextSink, event_json, unstreamed
-from runtime.spec.models import AzureOpenAIModel, OpenAIModel
+from runtime.spec.plain import AzureOpenAIModel, OpenAIModel
 
 ResponsesConfig = OpenAIModel | AzureOpenAIModel
 

@@ -20,7 +20,7 @@ from runtime.errors import ModelError, TransientModelError
 from runtime.models.base import Model, ModelRequest, ModelResponse
 from runtime.models.failures import ContextOverflow
 from runtime.models.tool_support import request_with_tool_support
-from runtime.spec.models import RetrySettings
+from runtime.spec.plain import RetrySettings
 
 MAX_RETRY_AFTER = 60.0
 

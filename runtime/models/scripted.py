@@ -26,7 +26,7 @@ from runtime.models.base import ModelRequest, ModelResponse
 from runtime.models.failures import classify_http
 from runtime.models.tokens import prompt_tokens
 from runtime.models.windows import context_window
-from runtime.spec.models import ScriptedModel, ScriptEntry
+from runtime.spec.plain import ScriptedModel, ScriptEntry
 
 
 class ScriptedModelClient:

@@ -8,7 +8,12 @@ the providers' published input limits; a wrong guess only moves when compaction 
 
 from __future__ import annotations
 
-from runtime.spec.models import ModelConfig
+from typing import TYPE_CHECKING
+
+from runtime.spec.plain import ModelConfig
+
+if TYPE_CHECKING:
+    from runtime.spec import models
 
 #: (substring of the model id, tokens), most specific first.
 KNOWN_WINDOWS: tuple[tuple[str, int], ...] = (
@@ -56,7 +61,8 @@ PROVIDER_WINDOWS: dict[str, int] = {
 }
 
 
-def context_window(config: ModelConfig) -> int:
+def context_window(config: ModelConfig | models.ModelConfig) -> int:
+    """Either form of the spec's model (`agentfn validate` asks with the validated one)."""
     if config.context_window is not None:
         return config.context_window
     if config.provider != "ollama":  # Ollama reads num_ctx tokens, whatever the model could

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+import msgspec
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
@@ -40,7 +41,7 @@ from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, TraceFlags
 
 from runtime.observability.ids import new_span_id, new_trace_id
-from runtime.spec.telemetry import TelemetrySettings
+from runtime.spec.plain import TelemetrySettings
 
 #: How long the end of an advance waits for its spans to be sent (they are dropped after).
 FLUSH_MILLIS = 3000
@@ -107,7 +108,7 @@ def lambda_links() -> list[Link]:
     return [Link(context, {"agentfn.link": "lambda_invocation"})]
 
 
-_providers: dict[str, TracerProvider] = {}
+_providers: dict[bytes, TracerProvider] = {}
 _lock = threading.Lock()
 _override: SpanExporter | None = None
 
@@ -124,7 +125,7 @@ def export_to(exporter: SpanExporter | None) -> None:
 def provider_for(settings: TelemetrySettings, resolve: Callable[[str], str]) -> trace.Tracer:
     """The tracer of this process for these settings (built once; header secrets resolved
     by `resolve` when it is built)."""
-    key = settings.model_dump_json()
+    key = msgspec.json.encode(settings)
     with _lock:
         provider = _providers.get(key)
         if provider is None:

@@ -28,9 +28,7 @@ from runtime.models.base import Model, ModelRequest, ModelResponse
 from runtime.models.retry import request_with_fallbacks
 from runtime.observability import genai as g
 from runtime.observability import otel
-from runtime.spec import AgentfnSpec
-from runtime.spec.models import RetrySettings
-from runtime.spec.telemetry import TelemetrySettings
+from runtime.spec.plain import AgentfnSpec, RetrySettings, TelemetrySettings
 from runtime.store.base import TERMINAL, RunHead, TraceRef
 
 #: Events that are spans of their own (or the span's attributes), not span events.

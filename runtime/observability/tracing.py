@@ -37,9 +37,7 @@ if TYPE_CHECKING:
     from runtime.messages import ToolResultMessage
     from runtime.models.base import Model, ModelRequest, ModelResponse
     from runtime.observability.spans import SpanRecorder
-    from runtime.spec import AgentfnSpec
-    from runtime.spec.models import RetrySettings
-    from runtime.spec.telemetry import TelemetrySettings
+    from runtime.spec.plain import AgentfnSpec, RetrySettings, TelemetrySettings
 
 log = logging.getLogger("agentfn.tracing")
 

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from runtime.spec.protocols import RemoteAgent
+from runtime.spec.plain import RemoteAgent
 from runtime.store.base import ChildRun, RemoteTask
 
 MAX_ANSWER_CHARS = 50_000  # the answer is kept in the asking run's head until it is recorded

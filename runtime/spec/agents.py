@@ -9,9 +9,11 @@ from runtime.spec.budget import BudgetSettings
 from runtime.spec.context import CompactionSettings
 from runtime.spec.databases import DatabaseAccess
 from runtime.spec.hooks import HookConfig
+from runtime.spec.methods import AgentMethods
 from runtime.spec.models import SpecModel
 from runtime.spec.protocols import Protocols
-from runtime.spec.tools import PYTHON_HANDLER_RE, ToolFailures
+from runtime.spec.shared import PYTHON_HANDLER_RE
+from runtime.spec.tools import ToolFailures
 from runtime.spec.triggers import TriggerConfig
 from runtime.spec.types import Duration, Name
 
@@ -166,7 +168,7 @@ class PythonPrompt(SpecModel):
     timeout: Duration = Field(5.0, description="A call taking longer fails the run.")
 
 
-class AgentConfig(SpecModel):
+class AgentConfig(AgentMethods, SpecModel):
     description: str = Field(min_length=1)
     model: Name | None = Field(None, description="A key of `models`; default: defaults.model.")
     system_prompt: Annotated[str, Field(min_length=1)] | PythonPrompt = Field(
@@ -285,7 +287,3 @@ class AgentConfig(SpecModel):
                 "(write {{ and }} for literal braces)"
             )
         return value
-
-    def team_links(self) -> dict[str, str]:
-        """Sub-agent name → how it is reached (`handoff` or `tool`)."""
-        return {sub.agent: sub.as_ for sub in self.sub_agents}

@@ -16,7 +16,7 @@ handlers inside the tools package, regexes safe to run) are checked by `agentfn 
 """
 
 import re
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
     BeforeValidator,
@@ -28,21 +28,15 @@ from pydantic import (
 )
 
 from runtime.spec.models import SpecModel
-from runtime.spec.tools import PYTHON_HANDLER_RE
-from runtime.spec.types import SECRET_REF_RE, Duration
-
-if TYPE_CHECKING:
-    from runtime.spec.root import AgentfnSpec
-
-HookEvent = Literal[
-    "on_run_start", "pre_tool_use", "post_tool_use", "pre_response", "on_run_complete"
-]
-#: Events whose hooks see one tool call, and may be scoped with `match`.
-TOOL_EVENTS = frozenset({"pre_tool_use", "post_tool_use"})
-#: Events whose hooks may answer `deny`.
-BLOCKING_EVENTS = frozenset({"on_run_start", "pre_tool_use", "pre_response"})
-#: What a `modify` answer replaces, per event that allows it.
-MODIFIES = {"pre_tool_use": "arguments", "post_tool_use": "result", "pre_response": "response"}
+from runtime.spec.shared import (
+    BLOCKING_EVENTS,
+    PYTHON_HANDLER_RE,
+    SECRET_REF_RE,
+    TOOL_EVENTS,
+    HookEvent,
+    compile_pattern,
+)
+from runtime.spec.types import Duration
 
 RuleOp = Literal[
     "contains",
@@ -61,44 +55,6 @@ ARG_PATH_PATTERN = r"^[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+|\[[0-9]+\])*$"
 LAMBDA_ARN_PATTERN = (
     r"^arn:aws[a-zA-Z-]*:lambda:[a-z0-9-]+:\d{12}:function:[A-Za-z0-9_-]+(:[A-Za-z0-9_$-]+)?$"
 )
-
-
-def strict_end(pattern: str) -> str:
-    """`pattern` with each `$` anchor (outside a character class, not escaped) as `\\Z`,
-    so it matches only at the very end of the text. Multi-line patterns are kept as written:
-    there `$` means the end of each line."""
-    if re.compile(pattern).flags & re.MULTILINE:
-        return pattern
-    out: list[str] = []
-    index, in_class = 0, False
-    while index < len(pattern):
-        char = pattern[index]
-        if char == "\\":
-            out.append(pattern[index : index + 2])
-            index += 2
-            continue
-        if in_class:
-            in_class = char != "]"
-        elif char == "[":
-            in_class = True
-            out.append(char)
-            index += 1
-            # `[]…]` and `[^]…]`: a `]` first in a class is a character, not its end
-            for literal in ("^", "]"):
-                if index < len(pattern) and pattern[index] == literal:
-                    out.append(literal)
-                    index += 1
-            continue
-        elif char == "$":
-            char = r"\Z"
-        out.append(char)
-        index += 1
-    return "".join(out)
-
-
-def compile_pattern(pattern: str) -> re.Pattern[str]:
-    """How a `matches` rule reads its regex: ASCII classes, `$` at the very end."""
-    return re.compile(strict_end(pattern), re.ASCII)
 
 
 class HookRule(SpecModel):
@@ -269,12 +225,3 @@ class LambdaHook(_AskedHook):
 
 
 HookConfig = Annotated[RuleHook | HttpHook | PythonHook | LambdaHook, Field(discriminator="type")]
-
-
-def agent_hooks(spec: "AgentfnSpec", agent: str) -> list[tuple[str, HookConfig]]:
-    """The hooks that apply to `agent`, in order (top level, defaults, the agent; each in
-    file order), with the key path that names each in events and warnings."""
-    hooks: list[tuple[str, HookConfig]] = [(f"hooks[{i}]", h) for i, h in enumerate(spec.hooks)]
-    hooks += [(f"defaults.hooks[{i}]", h) for i, h in enumerate(spec.defaults.hooks)]
-    hooks += [(f"agents.{agent}.hooks[{i}]", h) for i, h in enumerate(spec.agents[agent].hooks)]
-    return hooks

@@ -17,6 +17,17 @@ class SpecModel(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, defer_build=True)
 
+    def to_runtime(self) -> Any:
+        """This section as the run time reads it: the struct of the same name in
+        runtime.spec.plain, from this section's JSON (a validated section handed to the
+        engine's code in process: a model of `agentfn eval`, a tool in a test)."""
+        import msgspec
+
+        from runtime.spec import plain
+
+        data = self.model_dump(mode="json", by_alias=True)
+        return msgspec.convert(data, getattr(plain, type(self).__name__))
+
 
 class RetrySettings(SpecModel):
     """How transient model errors (429/503/throttling/overloaded) are retried."""

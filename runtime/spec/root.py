@@ -1,16 +1,13 @@
 """The whole `agents.yaml`: defaults, deployment settings, secrets and the named sections.
 
 The runtime reads the *compiled* spec (`agentfn.spec.json`, written by `agentfn build`),
-which is this model dumped to JSON: no YAML parser and no validation of references at
-cold start, those happened at build time.
+which is this model dumped to JSON, into the structs of runtime.spec.plain: no YAML parser,
+no validation of references and no pydantic at a cold start, those happened at build time.
 """
 
-import hashlib
-import json
 from collections.abc import Mapping
-from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
@@ -20,6 +17,7 @@ from runtime.spec.context import CompactionSettings
 from runtime.spec.databases import DatabaseConfig
 from runtime.spec.hooks import HookConfig
 from runtime.spec.knowledge import KnowledgeBaseConfig
+from runtime.spec.methods import SpecMethods
 from runtime.spec.models import ModelConfig, SpecModel
 from runtime.spec.monitoring import MonitoringSettings
 from runtime.spec.protocols import Protocols, RemoteAgent
@@ -29,6 +27,9 @@ from runtime.spec.tools import McpServerConfig, ToolConfig
 from runtime.spec.types import Duration, Name
 from runtime.spec.web import WebSettings
 from runtime.spec.workflows import WorkflowConfig
+
+if TYPE_CHECKING:
+    from runtime.spec import plain
 
 SCHEMA_VERSION = 1
 
@@ -156,7 +157,7 @@ class Deployment(SpecModel):
         return value
 
 
-class AgentfnSpec(SpecModel):
+class AgentfnSpec(SpecMethods, SpecModel):
     version: Literal[1]
     tools_package: str = Field(
         "tools", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="Where python tools live."
@@ -217,75 +218,32 @@ class AgentfnSpec(SpecModel):
                 self.agents[name] = self.agents[name].model_copy(update={"compaction": None})
         return self
 
-    def budget_for(self, agent: str) -> BudgetSettings | None:
-        return self.agents[agent].budget or self.defaults.budget
-
-    def compaction_for(self, agent: str) -> CompactionSettings:
-        return self.agents[agent].compaction or self.defaults.compaction
-
     def to_compiled(self) -> dict[str, object]:
         """The JSON-ready form shipped in the Lambda package (aliases kept, so it reloads)."""
         return self.model_dump(mode="json", by_alias=True, exclude_defaults=False)
 
-    def spec_hash(self) -> str:
-        """A stable hash of everything a run's behaviour depends on (recorded on each run)."""
-        return self._digest
-
-    @cached_property
-    def _digest(self) -> str:
-        """Once per spec: every run start asks, and it dumps the whole spec (equality
-        ignores it, as it does every cached property)."""
-        return compiled_hash(self.to_compiled())
-
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         copy = super().model_copy(update=update, deep=deep)
-        copy.__dict__.pop("_digest", None)  # a copy may differ: hashed afresh when asked
+        for derived in ("_digest", "_runtime"):  # a copy may differ: made afresh when asked
+            copy.__dict__.pop(derived, None)
         return copy
 
-    def project_dir(self) -> Path | None:
-        """The folder relative paths in the spec start from: the spec's own folder (set by
-        whoever loaded it from a file), or the Lambda package's root for the compiled spec.
-        None for a spec built in memory. Kept out of the fields: where a spec was read is not
-        part of what it says (its hash, its JSON)."""
-        found = self.__dict__.get("_project")
-        return found if isinstance(found, Path) else None
-
     def at_project(self, folder: Path) -> Self:
-        """This spec, its relative paths starting from `folder` (copies keep it)."""
-        self.__dict__["_project"] = folder
-        return self
+        self.__dict__.pop("_runtime", None)  # made again, at this folder
+        return super().at_project(folder)
 
-    def serves(self, agent: str, protocol: Literal["a2a", "mcp"]) -> bool:
-        """Whether `agent` is served over `protocol` (its own setting, else the default)."""
-        own = self.agents[agent].protocols
-        setting = getattr(own, protocol) if own is not None else None
-        return bool(getattr(self.defaults.protocols, protocol) if setting is None else setting)
+    def to_runtime(self) -> "plain.AgentfnSpec":
+        """This spec as the engine reads it (runtime.spec.plain): made once per spec, from
+        the JSON a Lambda package would ship, with the same hash and project folder. What
+        runs in process (`agentfn run`, `dev`, evals, tests) runs on the same structures as
+        a deployed function."""
+        found = self.__dict__.get("_runtime")
+        if found is None:
+            from runtime.spec import plain
 
-    def description_of(self, agent: str) -> str:
-        """A sub-agent's description: a local agent's, or a remote one's (as the spec says)."""
-        if agent in self.agents:
-            return self.agents[agent].description
-        remote = self.remote_agents[agent]
-        return remote.description or f"the remote A2A agent at {remote.a2a}"
-
-    def model_for(self, agent: str) -> str:
-        name = self.agents[agent].model or self.defaults.model
-        assert name is not None, "validated at build time"
-        return name
-
-
-def compiled_hash(compiled: dict[str, object]) -> str:
-    canonical = json.dumps(compiled, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
-
-
-def load_compiled(path: str | Path) -> AgentfnSpec:
-    """Load the compiled spec JSON written by `agentfn build`: no YAML, and no validation
-    (runtime.spec.trusted: it was validated at build time), so no pydantic model is built
-    at a cold start. Its hash is the JSON's, which is what `to_compiled()` would give."""
-    from runtime.spec.trusted import construct
-
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
-    spec = construct(AgentfnSpec, data)
-    spec.__dict__["_digest"] = compiled_hash(data)  # what to_compiled() would give
-    return spec.at_project(Path(path).resolve().parent)
+            found = plain.load(self.to_compiled(), digest=self.spec_hash())
+            project = self.project_dir()
+            if project is not None:
+                found.at_project(project)
+            self.__dict__["_runtime"] = found
+        return found

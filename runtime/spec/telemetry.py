@@ -11,8 +11,9 @@ from typing import Self
 
 from pydantic import Field, HttpUrl, field_validator, model_validator
 
+from runtime.spec.methods import TelemetryMethods
 from runtime.spec.models import SpecModel
-from runtime.spec.types import SECRET_REF_RE
+from runtime.spec.shared import SECRET_REF_RE
 
 _LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
 #: Header names that carry a credential: their value must come from `${secret:NAME}`.
@@ -20,7 +21,7 @@ _CREDENTIAL_HEADER = re.compile(r"authorization|api[-_]?key|token|secret|passwor
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # an HTTP token (RFC 9110)
 
 
-class TelemetrySettings(SpecModel):
+class TelemetrySettings(TelemetryMethods, SpecModel):
     """Traces of every run: spans `invoke_agent`, `chat` and `execute_tool` in the
     OpenTelemetry GenAI semantic conventions, one trace per run however often it pauses."""
 
@@ -75,12 +76,3 @@ class TelemetrySettings(SpecModel):
         if self.headers and self.otlp_endpoint is None:
             raise ValueError("headers are sent to otlp_endpoint, which is not set")
         return self
-
-    def traces_url(self) -> str | None:
-        """The URL spans are POSTed to: the endpoint as written, or its /v1/traces."""
-        if self.otlp_endpoint is None:
-            return None
-        url = str(self.otlp_endpoint)
-        if self.otlp_endpoint.path in (None, "", "/"):
-            return url.rstrip("/") + "/v1/traces"
-        return url

@@ -11,16 +11,10 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import Field, HttpUrl, field_validator, model_validator
 
+from runtime.spec.methods import HttpToolMethods, McpMethods
 from runtime.spec.models import SpecModel
+from runtime.spec.shared import PYTHON_HANDLER_RE, URL_PARAM_RE, Effect
 from runtime.spec.types import Duration, SecretRef
-
-Effect = Literal["read_only", "idempotent", "at_most_once"]
-
-# `{name}` placeholders in an HTTP tool's URL template (`{{` is a literal brace).
-URL_PARAM_RE = re.compile(r"(?<!\{)\{([A-Za-z_][A-Za-z0-9_]*)\}(?!\})")
-PYTHON_HANDLER_RE = re.compile(
-    r"^(?P<module>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*):(?P<attr>[A-Za-z_][A-Za-z0-9_]*)$"
-)
 
 
 class _ToolBase(SpecModel):
@@ -55,7 +49,7 @@ class _ToolBase(SpecModel):
     )
 
 
-class HttpTool(_ToolBase):
+class HttpTool(HttpToolMethods, _ToolBase):
     """An HTTP endpoint. `{param}` placeholders in `url` are filled from the arguments; the
     remaining arguments go to the query string (`args_in: query`) or a JSON body (`body`)."""
 
@@ -87,9 +81,6 @@ class HttpTool(_ToolBase):
             )
         return url
 
-    def url_params(self) -> list[str]:
-        return URL_PARAM_RE.findall(self.url)
-
 
 class PythonTool(_ToolBase):
     """A sync or async callable inside the project's tools package: `tools.module:function`."""
@@ -111,11 +102,7 @@ class LambdaTool(_ToolBase):
 ToolConfig = Annotated[HttpTool | PythonTool | LambdaTool, Field(discriminator="type")]
 
 
-#: Connect and list timeout of an MCP server that sets no `timeout`.
-MCP_CONNECT_TIMEOUT = 30.0
-
-
-class _McpBase(SpecModel):
+class _McpBase(McpMethods, SpecModel):
     enabled: bool = True
     required: bool = Field(
         False,
@@ -138,11 +125,6 @@ class _McpBase(SpecModel):
     cache_reuse: bool = Field(
         False, description="Answer identical calls of read-only tools from the session cache."
     )
-
-    @property
-    def connect_timeout(self) -> float:
-        """How long connecting and listing the tools may take."""
-        return self.timeout or MCP_CONNECT_TIMEOUT
 
 
 class StdioMcpServer(_McpBase):

@@ -14,10 +14,11 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, field_validator, model_validator
 
+from runtime.spec.methods import TriggerMethods
 from runtime.spec.models import SpecModel
+from runtime.spec.shared import SOURCES
 from runtime.spec.types import Duration, Name, SecretRef
 
-SOURCES = ("schedule", "webhook", "queue", "s3", "event")
 HEADER_RE = r"^[A-Za-z0-9-]{1,64}$"
 
 
@@ -86,7 +87,7 @@ class EventSource(SpecModel):
     bus: str | None = Field(None, description="An event bus name; default deployment.event_bus.")
 
 
-class TriggerConfig(SpecModel):
+class TriggerConfig(TriggerMethods, SpecModel):
     name: Name = Field(description="Unique within its agent or workflow; part of the route.")
     input: str | dict[str, str] = Field(
         description="Template of the run's input ({body.title}, {detail.id}…); a workflow "
@@ -138,7 +139,3 @@ class TriggerConfig(SpecModel):
         if self.kind != "schedule" and (self.timezone or self.flexible_window):
             raise ValueError("`timezone` and `flexible_window` belong to a `schedule` trigger")
         return self
-
-    @property
-    def kind(self) -> str:
-        return next(s for s in SOURCES if getattr(self, s) is not None)

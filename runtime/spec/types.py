@@ -10,6 +10,8 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, StringConstraints, WithJsonSchema
 
+from runtime.spec.shared import SECRET_REF_PATTERN
+
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
 _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 DURATION_PATTERN = r"^(\d+(\.\d+)?(ms|s|m|h|d))+$"
@@ -69,8 +71,6 @@ NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]{0,63}$"
 #: safe inside CloudFormation logical ids and tool names sent to every model provider.
 Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
 
-SECRET_REF_PATTERN = r"\$\{secret:([A-Za-z][A-Za-z0-9_./-]{0,127})\}"
-SECRET_REF_RE = re.compile(SECRET_REF_PATTERN)
 #: A value that must be exactly one secret reference, e.g. an `api_key`.
 SecretRef = Annotated[
     str,
@@ -83,8 +83,3 @@ SecretRef = Annotated[
         }
     ),
 ]
-
-
-def secret_names(text: str) -> list[str]:
-    """The secret names referenced inside a string such as `Bearer ${secret:token}`."""
-    return SECRET_REF_RE.findall(text)

@@ -4,17 +4,12 @@ from typing import Literal
 
 from pydantic import Field, HttpUrl
 
+from runtime.spec.methods import FirecrawlMethods, WebSearchMethods
 from runtime.spec.models import SpecModel
 from runtime.spec.types import Duration, SecretRef
 
-SEARCH_URLS = {
-    "exa": "https://api.exa.ai/search",
-    "tavily": "https://api.tavily.com/search",
-    "brave": "https://api.search.brave.com/res/v1/web/search",
-}
 
-
-class WebSearchSettings(SpecModel):
+class WebSearchSettings(WebSearchMethods, SpecModel):
     provider: Literal["exa", "tavily", "brave"]
     api_key: SecretRef
     base_url: HttpUrl | None = Field(
@@ -22,21 +17,12 @@ class WebSearchSettings(SpecModel):
     )
     timeout: Duration = Field(20.0, le=120)
 
-    def endpoint(self) -> str:
-        return str(self.base_url) if self.base_url else SEARCH_URLS[self.provider]
 
-
-FIRECRAWL_URL = "https://api.firecrawl.dev/v2/scrape"
-
-
-class FirecrawlSettings(SpecModel):
+class FirecrawlSettings(FirecrawlMethods, SpecModel):
     api_key: SecretRef
     base_url: HttpUrl | None = Field(
         None, description="Its scrape endpoint (a self-hosted Firecrawl); default: the public API."
     )
-
-    def endpoint(self) -> str:
-        return str(self.base_url) if self.base_url else FIRECRAWL_URL
 
 
 class WebScrapeSettings(SpecModel):

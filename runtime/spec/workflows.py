@@ -12,11 +12,11 @@ from typing import Any, Literal, Self
 
 from pydantic import Field, model_validator
 
+from runtime.spec.methods import StepMethods, WorkflowMethods
 from runtime.spec.models import SpecModel
+from runtime.spec.shared import STEP_KINDS
 from runtime.spec.triggers import TriggerConfig
 from runtime.spec.types import Name
-
-STEP_KINDS = ("agent", "parallel", "map", "loop", "llm")
 
 
 class Branch(SpecModel):
@@ -58,7 +58,7 @@ class LlmStep(SpecModel):
     )
 
 
-class WorkflowStep(SpecModel):
+class WorkflowStep(StepMethods, SpecModel):
     id: Name
     agent: Name | None = Field(None, description="An agent step: one run of this agent.")
     input: str | None = Field(None, description="An agent step's input template ({input}).")
@@ -85,22 +85,8 @@ class WorkflowStep(SpecModel):
             raise ValueError("`input` belongs to an agent step; set it inside the branch")
         return self
 
-    @property
-    def kind(self) -> str:
-        return next(kind for kind in STEP_KINDS if getattr(self, kind) is not None)
 
-    def agents(self) -> list[str]:
-        """The agents this step may start runs of (IAM grants exactly these)."""
-        if self.agent is not None:
-            return [self.agent]
-        if self.parallel is not None:
-            return list(dict.fromkeys(b.agent for b in self.parallel))
-        if self.llm is not None:
-            return []
-        return [self.map.agent] if self.map is not None else [self.loop.agent]  # type: ignore[union-attr]
-
-
-class WorkflowConfig(SpecModel):
+class WorkflowConfig(WorkflowMethods, SpecModel):
     description: str = ""
     input_schema: dict[str, Any] | None = Field(
         None,
@@ -122,13 +108,6 @@ class WorkflowConfig(SpecModel):
                 raise ValueError(f"step id {step.id!r} is used twice")
             seen.add(step.id)
         return self
-
-    def agents(self) -> list[str]:
-        return list(dict.fromkeys(a for step in self.steps for a in step.agents()))
-
-    def models(self) -> list[str]:
-        """The models its `llm` steps call (and their fallbacks: see infra.sam.workflows)."""
-        return list(dict.fromkeys(s.llm.model for s in self.steps if s.llm is not None))
 
     @model_validator(mode="after")
     def _fits_one_execution(self) -> Self:

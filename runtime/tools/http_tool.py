@@ -19,8 +19,8 @@ from urllib.parse import quote
 import httpx
 
 from runtime.redaction import Redactor, redactor_for
-from runtime.spec.tools import URL_PARAM_RE, HttpTool
-from runtime.spec.types import SECRET_REF_RE
+from runtime.spec.plain import HttpTool
+from runtime.spec.shared import SECRET_REF_RE, URL_PARAM_RE
 from runtime.tools.base import FunctionTool, RichOutput, ToolContext, ToolError
 from runtime.tools.ssrf import MAX_REDIRECTS, Allowlist, guarded_client, precheck, send
 

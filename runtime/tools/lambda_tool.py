@@ -12,7 +12,7 @@ from collections.abc import Callable
 from concurrent.futures import Executor
 from typing import Any
 
-from runtime.spec.tools import LambdaTool
+from runtime.spec.plain import LambdaTool
 from runtime.tools.base import FunctionTool, RichOutput, ToolContext, ToolError
 from runtime.tools.threads import DEFAULT_PARALLELISM, pool, run_blocking
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runtime.spec import AgentfnSpec
-from runtime.spec.tools import HttpMcpServer, StdioMcpServer
+import msgspec
+
+from runtime.spec.plain import AgentfnSpec, HttpMcpServer, StdioMcpServer
 
 McpServer = StdioMcpServer | HttpMcpServer
 
@@ -46,7 +47,7 @@ def stdio_at(config: McpServer, project: Path) -> McpServer:
     folder = project / config.cwd if config.cwd else project
     command = str(folder / config.command) if _relative(config.command) else config.command
     args = [str(folder / a) if _relative(a) and (folder / a).exists() else a for a in config.args]
-    return config.model_copy(update={"cwd": str(folder), "command": command, "args": args})
+    return msgspec.structs.replace(config, cwd=str(folder), command=command, args=args)
 
 
 def _relative(value: str) -> bool:

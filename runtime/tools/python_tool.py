@@ -14,7 +14,8 @@ from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
 
-from runtime.spec.tools import PYTHON_HANDLER_RE, PythonTool
+from runtime.spec.plain import PythonTool
+from runtime.spec.shared import PYTHON_HANDLER_RE
 from runtime.tools.base import FunctionTool, ToolContext, ToolError
 from runtime.tools.threads import DEFAULT_PARALLELISM, pool, run_blocking
 

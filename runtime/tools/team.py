@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtime.spec import AgentfnSpec
+from runtime.spec.plain import AgentfnSpec
 from runtime.tools.base import FunctionTool, ToolContext, ToolError
 
 TRANSFER = "team:transfer/"

@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from runtime.spec import AgentfnSpec
-from runtime.spec.tools import HttpTool, LambdaTool, PythonTool
+from runtime.spec.plain import AgentfnSpec, HttpTool, LambdaTool, PythonTool
 from runtime.tools.base import Tool
 from runtime.tools.builtins import clarify_tool, list_tools_tool, time_date_tool
+
+if TYPE_CHECKING:
+    from runtime.spec.graph import AnySpec
 
 CACHE_TOOLS = ("session_cache_list", "session_cache_get")
 
 
-def storage_prefix(spec: AgentfnSpec, agent: str) -> str:
+def storage_prefix(spec: AnySpec, agent: str) -> str:
+    """Where the agent's storage tools work (either form of the spec: IAM grants ask too)."""
     template = spec.agents[agent].storage_prefix or "storage/{agent}/"
     return template.replace("{agent}", agent)
 

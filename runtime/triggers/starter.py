@@ -32,7 +32,7 @@ from runtime.triggers.signatures import (
 
 if TYPE_CHECKING:
     from runtime.service import RunService
-    from runtime.spec.triggers import TriggerConfig
+    from runtime.spec.plain import TriggerConfig
 
 log = logging.getLogger("agentfn.triggers")
 
@@ -157,7 +157,7 @@ class TriggerStarter:
         return (202 if status == 200 else status), answer
 
     def _secret_value(self, reference: str) -> str:
-        from runtime.spec.types import secret_names
+        from runtime.spec.shared import secret_names
 
         if self._secret is None:
             raise RuntimeError("no secret resolver: webhooks cannot be verified")

@@ -23,7 +23,7 @@ from runtime.messages import UserMessage
 from runtime.models.base import ModelRequest
 from runtime.models.retry import request_with_fallbacks
 from runtime.safety.schema_check import SchemaViolation, check
-from runtime.spec.workflows import LlmStep
+from runtime.spec.plain import LlmStep
 
 if TYPE_CHECKING:
     from runtime.engine.loop import Engine

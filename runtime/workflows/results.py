@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from runtime.engine.result import final_result
 from runtime.errors import RunNotFound
-from runtime.spec.workflows import WorkflowConfig, WorkflowStep
+from runtime.spec.plain import WorkflowConfig, WorkflowStep
 from runtime.workflows.records import StepState, WorkflowRun
 
 if TYPE_CHECKING:

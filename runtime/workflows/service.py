@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from runtime.errors import InvalidRequest, RunNotFound, StateConflict, WrongState
 from runtime.safety.schema_check import SchemaViolation, check
-from runtime.spec.workflows import WorkflowConfig, WorkflowStep
+from runtime.spec.plain import WorkflowConfig, WorkflowStep
 from runtime.workflows.records import (
     MAX_INPUT_CHARS,
     WORKFLOW_TERMINAL,

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from runtime.errors import RunNotFound, StateConflict
-from runtime.spec.workflows import WorkflowStep
+from runtime.spec.plain import WorkflowStep
 from runtime.store.base import TERMINAL
 from runtime.workflows.records import StepRun, WorkflowRun, step_run_id
 from runtime.workflows.template import holds, lookup, render

@@ -16,7 +16,7 @@ import contextlib
 import json
 from typing import Any
 
-from runtime.spec.databases import AuroraDatabase
+from runtime.spec.plain import AuroraDatabase
 from runtime.tools.base import ToolError
 from runtime.tools.database.results import capped_rows
 

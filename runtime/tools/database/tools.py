@@ -8,8 +8,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from runtime.spec import AgentfnSpec
-from runtime.spec.databases import AuroraDatabase, DatabaseAccess, SqliteDatabase
+from runtime.spec.plain import AgentfnSpec, AuroraDatabase, DatabaseAccess, SqliteDatabase
 from runtime.tools.base import FunctionTool, ToolContext, ToolError
 from runtime.tools.paths import project_dir
 from runtime.tools.threads import blocking_pool, run_blocking

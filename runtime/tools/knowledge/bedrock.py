@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtime.spec.knowledge import BedrockKnowledgeBase
+from runtime.spec.plain import BedrockKnowledgeBase
 from runtime.tools.base import ToolError
 from runtime.tools.knowledge.base import Hit
 

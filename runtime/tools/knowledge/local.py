@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from runtime.spec.knowledge import LocalKnowledgeBase
+from runtime.spec.plain import LocalKnowledgeBase
 from runtime.tools.knowledge.base import Hit, terms
 
 SUFFIXES = (".md", ".markdown", ".txt")

@@ -7,8 +7,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from runtime.spec import AgentfnSpec
-from runtime.spec.knowledge import BedrockKnowledgeBase
+from runtime.spec.plain import AgentfnSpec, BedrockKnowledgeBase
 from runtime.tools.base import FunctionTool, ToolContext, ToolError
 from runtime.tools.knowledge.base import Hit, KnowledgeBase
 

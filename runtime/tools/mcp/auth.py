@@ -28,7 +28,7 @@ from urllib.parse import quote
 import anyio
 import httpx2
 
-from runtime.spec.tools import McpOAuth
+from runtime.spec.plain import McpOAuth
 from runtime.tools.mcp.errors import TokenRefused
 
 #: A token is renewed when less than this share of its life (at most 60 s) is left.

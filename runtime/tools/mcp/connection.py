@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from runtime.spec.tools import HttpMcpServer, StdioMcpServer
+from runtime.spec.plain import HttpMcpServer, StdioMcpServer
 from runtime.tools.mcp.elicitation import ElicitationLog
 from runtime.tools.mcp.errors import Rejected, Unavailable, describe_error
 

@@ -18,6 +18,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import msgspec
 
 from runtime.safety.schema_check import unusable
 from runtime.tools.base import Effect, FunctionTool, RichOutput, Tool, ToolContext, ToolError
@@ -154,7 +155,7 @@ class McpToolset:
     async def _discover_server(
         self, server: str, config: McpServer, found: dict[str, Listing | McpFailure]
     ) -> None:
-        key = (server, hashlib.sha256(config.model_dump_json().encode()).hexdigest())
+        key = (server, hashlib.sha256(msgspec.json.encode(config)).hexdigest())
         cached = LISTINGS.get(key)  # keyed by config too: an edited server is listed anew
         if cached is not None and cached[0] > self._clock_now():
             found[server] = cached[1]

@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from runtime.spec.sandbox import CodeExecuteSettings
+from runtime.spec.plain import CodeExecuteSettings
 from runtime.tools.base import FunctionTool, ToolContext, ToolError
 
 SANDBOX_FUNCTION_ENV = "AGENTFN_SANDBOX_FUNCTION"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtime.spec.web import FirecrawlSettings
+from runtime.spec.plain import FirecrawlSettings
 from runtime.tools.base import ToolError
 
 _FORMATS = {"markdown": "markdown", "html": "html", "links": "links"}

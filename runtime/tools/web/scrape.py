@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urldefrag, urljoin
 
-from runtime.spec.web import WebScrapeSettings
+from runtime.spec.plain import WebScrapeSettings
 from runtime.tools.base import FunctionTool, ToolContext, ToolError
 
 MAX_CHARS = 200_000

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from runtime.spec.web import WebSearchSettings
+from runtime.spec.plain import WebSearchSettings
 from runtime.tools.base import FunctionTool, ToolContext, ToolError
 
 CAPS = {"snippets": 20_000, "text": 50_000}

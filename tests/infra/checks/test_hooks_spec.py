@@ -17,7 +17,8 @@ from infra.cli.commands import json_schema
 from infra.sam.naming import agent_function_id
 from infra.sam.template import build_template
 from runtime.spec import AgentfnSpec
-from runtime.spec.hooks import HttpHook, LambdaHook, RuleHook, agent_hooks
+from runtime.spec.graph import agent_hooks
+from runtime.spec.hooks import HttpHook, LambdaHook, RuleHook
 from tests.infra.cfn import allowed, function_statements, role_statements, sam_transform
 from tests.infra.checks.test_validate_bad import _write_project, h
 

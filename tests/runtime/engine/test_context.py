@@ -237,7 +237,8 @@ def _models(spec: AgentfnSpec, broken: _BrokenSummariser) -> Any:
     def build(name: str) -> Any:
         if name == "s":
             return broken
-        return build_model(name, spec.models[name], SecretResolver(spec))
+        runs_on = spec.to_runtime()
+        return build_model(name, runs_on.models[name], SecretResolver(runs_on))
 
     return build
 

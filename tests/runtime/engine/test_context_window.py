@@ -208,10 +208,12 @@ def test_a_summary_that_cannot_be_written_when_the_prompt_must_shrink_fails_clea
     from runtime.models.factory import build_model
     from runtime.secrets import SecretResolver
 
+    runs_on = spec.to_runtime()
+
     def models(name: str) -> Any:
-        return (
-            Broken() if name == "s" else build_model(name, spec.models[name], SecretResolver(spec))
-        )
+        if name == "s":
+            return Broken()
+        return build_model(name, runs_on.models[name], SecretResolver(runs_on))
 
     engine = new_engine(spec, models=models)
     head = run(engine)

@@ -47,7 +47,10 @@ class MockWire:
             "gemini": spec.GeminiModel,
         }
         return build_model(
-            name, kinds[provider](**config), lambda _: "sk-test", http_client=self.client()
+            name,
+            kinds[provider](**config).to_runtime(),
+            lambda _: "sk-test",
+            http_client=self.client(),
         )
 
 

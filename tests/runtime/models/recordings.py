@@ -124,7 +124,8 @@ class Replay:
             from runtime.models.bedrock import BedrockConverseModel
 
             model = BedrockConverseModel(
-                "replayed", spec.BedrockModel(provider="bedrock", region="us-east-1", **options)
+                "replayed",
+                spec.BedrockModel(provider="bedrock", region="us-east-1", **options).to_runtime(),
             )
             model._bedrock().meta.events.register(
                 "before-send.bedrock-runtime.Converse", self._boto_answer
@@ -136,7 +137,7 @@ class Replay:
             options.setdefault("base_url", _BASE_URLS[provider])
         if provider != "ollama":
             options.setdefault("api_key", "${secret:key}")
-        config = _CONFIGS[provider](provider=provider, **options)
+        config = _CONFIGS[provider](provider=provider, **options).to_runtime()
         client = httpx.AsyncClient(transport=httpx.MockTransport(self._http_answer))
         return build_model("replayed", config, lambda _ref: "sk-test", http_client=client)
 

@@ -29,13 +29,15 @@ def gateway(**extra: object) -> AiGatewayModel:
             "api_key": "${secret:ai_gateway_key}",
             **extra,
         }
-    )
+    ).to_runtime()
 
 
 def test_defaults_to_the_gateway_url_and_requires_a_key() -> None:
     assert str(gateway().base_url) == "https://ai-gateway.vercel.sh/v1"
     with pytest.raises(ValidationError, match="api_key"):
-        AiGatewayModel.model_validate({"provider": "ai_gateway", "model_id": "openai/gpt-4.1"})
+        AiGatewayModel.model_validate(
+            {"provider": "ai_gateway", "model_id": "openai/gpt-4.1"}
+        ).to_runtime()
     assert context_window(gateway()) == 200_000  # a Claude model, known by its id
 
 
@@ -61,7 +63,7 @@ def test_price_is_the_creators_list_price() -> None:
     direct = lookup(
         AiGatewayModel.model_validate(
             {"provider": "ai_gateway", "model_id": "no-slash", "api_key": "${secret:k}"}
-        )
+        ).to_runtime()
     )
     assert price is not None and price.source and "openai/gpt-4o" in price.source
     assert price.input_per_mtok > 0 and direct is None

@@ -123,7 +123,9 @@ def test_bedrock_prompt_too_long_is_a_context_overflow(message: str) -> None:
             http_status_code=400,
         )
         model = BedrockConverseModel(
-            "b", BedrockModel(provider="bedrock", model_id="anthropic.claude-3"), client=client
+            "b",
+            BedrockModel(provider="bedrock", model_id="anthropic.claude-3").to_runtime(),
+            client=client,
         )
         with pytest.raises(ContextOverflow):
             asyncio.run(model.request(REQUEST))
@@ -164,8 +166,11 @@ def test_overflow_skips_retries_and_fallbacks() -> None:
     backup = MockWire((200, {"choices": []}))
     clock = FakeClock()
     chain = [
-        (wire.model(provider=provider, model_id="gpt-4.1"), RetrySettings(max_attempts=4)),
-        (backup.model(provider="openai", model_id="gpt-4.1-mini"), RetrySettings()),
+        (
+            wire.model(provider=provider, model_id="gpt-4.1"),
+            RetrySettings(max_attempts=4).to_runtime(),
+        ),
+        (backup.model(provider="openai", model_id="gpt-4.1-mini"), RetrySettings().to_runtime()),
     ]
     with pytest.raises(ContextOverflow):
         asyncio.run(request_with_fallbacks(chain, REQUEST, clock))

@@ -239,7 +239,7 @@ def test_the_wait_gemini_puts_in_the_body_is_honoured_like_retry_after() -> None
         asyncio.run(model.request(request))
     assert raised.value.retry_after == 17.0
     clock = FakeClock()
-    asyncio.run(request_with_fallbacks([(model, RetrySettings())], request, clock))
+    asyncio.run(request_with_fallbacks([(model, RetrySettings().to_runtime())], request, clock))
     assert clock.slept == [17.0]  # not the 1 s backoff
 
 
@@ -251,7 +251,7 @@ def test_an_exhausted_daily_quota_fails_at_once_with_a_clear_message() -> None:
     clock = FakeClock()
     request = ModelRequest(system="", messages=[UserMessage(content="hi")])
     with pytest.raises(Exception) as raised:
-        asyncio.run(request_with_fallbacks([(model, RetrySettings())], request, clock))
+        asyncio.run(request_with_fallbacks([(model, RetrySettings().to_runtime())], request, clock))
     assert isinstance(raised.value.__cause__, QuotaExhausted)
     assert "gemini" in str(raised.value) and "quota or billing is exhausted" in str(raised.value)
     assert len(wire.sent) == 1 and clock.slept == []

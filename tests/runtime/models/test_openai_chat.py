@@ -36,7 +36,7 @@ def openai(server_url: str, **extra: object) -> OpenAIChatModel:
         api_key="${secret:openai_key}",
         base_url=f"{server_url}/v1",
         **extra,
-    )
+    ).to_runtime()
     return OpenAIChatModel("gpt", config, Secrets())
 
 
@@ -73,7 +73,7 @@ def test_openai_request_on_the_wire(wire_server: WireServer) -> None:
         organization="org-42",
         temperature=0.2,
         max_tokens=512,
-    )
+    ).to_runtime()
     run(OpenAIChatModel("gpt", config, secrets).request(conversation()))
 
     sent = wire_server.last
@@ -175,7 +175,7 @@ def test_azure_url_key_header_and_api_version(wire_server: WireServer) -> None:
         api_version="2024-10-21",
         api_key="${secret:azure_key}",
         max_tokens=100,
-    )
+    ).to_runtime()
     answer = run(OpenAIChatModel("azure", config, Secrets()).request(simple()))
     sent = wire_server.last
     assert sent.path == "/openai/deployments/prod-gpt4o/chat/completions"
@@ -192,7 +192,7 @@ def test_ollama_without_a_key_sends_no_authorization(wire_server: WireServer) ->
     secrets = Secrets()
     config = OllamaModel(
         provider="ollama", model_id="qwen3", base_url=f"{wire_server.url}/v1", max_tokens=64
-    )
+    ).to_runtime()
     run(OpenAIChatModel("local", config, secrets).request(simple()))
     sent = wire_server.last
     assert sent.path == "/v1/chat/completions"
@@ -209,7 +209,7 @@ def test_openai_compatible_with_a_key_uses_bearer(wire_server: WireServer) -> No
         model_id="meta-llama/Llama-3.3-70B",
         base_url=f"{wire_server.url}/api/v1",
         api_key="${secret:together}",
-    )
+    ).to_runtime()
     run(OpenAIChatModel("llama", config, Secrets()).request(simple()))
     assert wire_server.last.path == "/api/v1/chat/completions"
     assert wire_server.last.headers["authorization"] == f"Bearer {KEY}"
@@ -222,7 +222,7 @@ def test_default_base_url_through_an_injected_client() -> None:
         seen.append(request)
         return httpx.Response(200, json=TEXT_ANSWER)
 
-    config = OpenAIModel(provider="openai", model_id="gpt-4.1", api_key="${secret:k}")
+    config = OpenAIModel(provider="openai", model_id="gpt-4.1", api_key="${secret:k}").to_runtime()
 
     async def go() -> None:
         async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:

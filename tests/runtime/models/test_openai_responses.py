@@ -45,7 +45,7 @@ def model(server: WireServer, **extra: Any) -> OpenAIResponsesModel:
         base_url=f"{server.url}/v1",
         api="responses",
         **extra,
-    )
+    ).to_runtime()
     built = build_model("gpt", config, Secrets())
     assert isinstance(built, OpenAIResponsesModel)
     return built
@@ -219,7 +219,7 @@ def test_azure_responses_posts_to_the_v1_route_with_the_deployment_as_model(
         deployment="gpt4o-prod",
         api_key="${secret:azure_key}",
         api="responses",
-    )
+    ).to_runtime()
     serve(wire_server, RECORDINGS["one_function_call"])
     answer = run(build_model("azure", config, Secrets()).request(simple()))
     sent = wire_server.last
@@ -230,6 +230,6 @@ def test_azure_responses_posts_to_the_v1_route_with_the_deployment_as_model(
 
 
 def test_chat_completions_stays_the_default(wire_server: WireServer) -> None:
-    config = OpenAIModel(provider="openai", model_id="gpt-4o", api_key="${secret:k}")
+    config = OpenAIModel(provider="openai", model_id="gpt-4o", api_key="${secret:k}").to_runtime()
     assert config.api == "chat_completions"
     assert not isinstance(build_model("gpt", config, Secrets()), OpenAIResponsesModel)

@@ -91,8 +91,11 @@ def test_it_is_not_retried_but_the_fallback_model_is_tried() -> None:
     wire = MockWire((status, body))
     clock = FakeClock()
     chain = [
-        (wire.model(provider=provider, model_id="gpt-4.1"), RetrySettings(max_attempts=4)),
-        (Backup(), RetrySettings()),
+        (
+            wire.model(provider=provider, model_id="gpt-4.1"),
+            RetrySettings(max_attempts=4).to_runtime(),
+        ),
+        (Backup(), RetrySettings().to_runtime()),
     ]
     model, answer = asyncio.run(request_with_fallbacks(chain, REQUEST, clock))
     assert (model.name, answer.text) == ("backup", "from backup")
@@ -133,7 +136,9 @@ def test_bedrock_out_of_daily_tokens_is_exhausted_not_throttled() -> None:
             http_status_code=429,
         )
         model = BedrockConverseModel(
-            "b", BedrockModel(provider="bedrock", model_id="amazon.nova-pro-v1:0"), client=client
+            "b",
+            BedrockModel(provider="bedrock", model_id="amazon.nova-pro-v1:0").to_runtime(),
+            client=client,
         )
         with pytest.raises(QuotaExhausted, match="bedrock: the account's quota"):
             asyncio.run(model.request(REQUEST))

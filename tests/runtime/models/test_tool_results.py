@@ -115,7 +115,7 @@ def bedrock_result(client: Any, stubber: Stubber, model_id: str, result: ToolRes
         "provide-client-params.bedrock-runtime.Converse", lambda params, **_: seen.update(params)
     )
     model = BedrockConverseModel(
-        "b", BedrockModel(provider="bedrock", model_id=model_id), client=client
+        "b", BedrockModel(provider="bedrock", model_id=model_id).to_runtime(), client=client
     )
     asyncio.run(model.request(request_with(result)))
     return seen["messages"][-1]["content"][0]["toolResult"]

@@ -64,7 +64,9 @@ def fresh_verdicts() -> Iterator[None]:
 def ask(model: Any, tools: list[ToolSpec], clock: FakeClock | None = None) -> ModelResponse:
     request = ModelRequest(system="s", messages=list(HISTORY), tools=tools)
     _, answer = asyncio.run(
-        request_with_fallbacks([(model, RetrySettings())], request, clock or FakeClock())
+        request_with_fallbacks(
+            [(model, RetrySettings().to_runtime())], request, clock or FakeClock()
+        )
     )
     return answer
 
@@ -117,8 +119,8 @@ class Backup:
 def test_a_fallback_model_that_can_call_tools_takes_over() -> None:
     wire = MockWire((400, OLLAMA_NO_TOOLS))
     chain = [
-        (wire.model(provider="ollama", model_id="stablelm2"), RetrySettings()),
-        (Backup(), RetrySettings()),
+        (wire.model(provider="ollama", model_id="stablelm2"), RetrySettings().to_runtime()),
+        (Backup(), RetrySettings().to_runtime()),
     ]
     request = ModelRequest(system="s", messages=list(HISTORY), tools=[OWN, CLARIFY])
     model, answer = asyncio.run(request_with_fallbacks(chain, request, FakeClock()))
@@ -216,7 +218,9 @@ def test_bedrock_models_without_tool_use_fall_back_too() -> None:
             },
         )
         model = BedrockConverseModel(
-            "r1", BedrockModel(provider="bedrock", model_id="us.deepseek.r1-v1:0"), client=client
+            "r1",
+            BedrockModel(provider="bedrock", model_id="us.deepseek.r1-v1:0").to_runtime(),
+            client=client,
         )
         assert ask(model, [CLARIFY]).text == "plain"
     assert "toolConfig" in sent[0] and "toolConfig" not in sent[1]

@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from runtime.spec import AgentfnSpec, parse_duration
-from runtime.spec.types import secret_names
+from runtime.spec.shared import secret_names
 
 
 @pytest.mark.parametrize(

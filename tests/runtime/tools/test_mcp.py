@@ -43,7 +43,7 @@ TOKEN = "s3cr3t-token"
 
 
 def stdio(**overrides: Any) -> StdioMcpServer:
-    return StdioMcpServer.model_validate({**ORDERS, **overrides})
+    return StdioMcpServer.model_validate({**ORDERS, **overrides}).to_runtime()
 
 
 def no_secrets(text: str) -> str:
@@ -205,7 +205,7 @@ def test_streamable_http_with_a_secret_header(
             "url": f"http://127.0.0.1:{http_port}/mcp",
             "headers": {"Authorization": "Bearer ${secret:ORDERS_TOKEN}"},
         }
-    )
+    ).to_runtime()
 
     async def scenario() -> None:
         async with McpToolset({"shop": config}, ["mcp:shop"], SecretResolver(demo_spec)) as toolset:
@@ -226,7 +226,7 @@ def test_refused_exited_and_disabled_servers_do_not_stop_the_others(tmp_path: Pa
         "orders": stdio(),
         "closed": HttpMcpServer.model_validate(
             {"transport": "http", "url": f"http://127.0.0.1:{free_port()}/mcp", "timeout": "5s"}
-        ),
+        ).to_runtime(),
         "gone": stdio(args=["-c", "import sys; sys.exit(3)"]),
         "off": stdio(enabled=False, args=["-c", f"open({str(marker)!r}, 'w')"]),
     }

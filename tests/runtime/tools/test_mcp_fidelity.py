@@ -31,7 +31,7 @@ def lab(*args: str) -> StdioMcpServer:
             "args": ["-m", "tests.runtime.tools.lab_server", *args],
             "cwd": str(ROOT),
         }
-    )
+    ).to_runtime()
 
 
 def schemas(names: list[str]) -> StdioMcpServer:
@@ -44,7 +44,7 @@ def schemas(names: list[str]) -> StdioMcpServer:
             "args": ["-m", "tests.runtime.tools.schema_server", json.dumps(tools)],
             "cwd": str(ROOT),
         }
-    )
+    ).to_runtime()
 
 
 @pytest.fixture(autouse=True)

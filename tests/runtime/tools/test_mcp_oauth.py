@@ -86,7 +86,7 @@ def server(base: str, **oauth: Any) -> HttpMcpServer:
     }
     return HttpMcpServer.model_validate(
         {"transport": "http", "url": f"{base}/mcp", "timeout": "10s", "oauth": settings}
-    )
+    ).to_runtime()
 
 
 async def whoami(config: HttpMcpServer, clock: Any = time.time) -> tuple[Any, list[McpFailure]]:
@@ -160,7 +160,7 @@ def test_a_refused_client_secret_names_the_server_and_the_token_endpoints_answer
 def test_401_and_403_are_authentication_errors_with_status_and_challenge(guarded: str) -> None:
     static = HttpMcpServer.model_validate(
         {"transport": "http", "url": f"{guarded}/mcp", "headers": {"Authorization": "Bearer x"}}
-    )
+    ).to_runtime()
     _, failures = asyncio.run(whoami(static))
     assert failures == [
         McpFailure(
