@@ -1,6 +1,6 @@
 """A cold first invocation of an agent function, without and with SnapStart (issue 26).
 
-Run:  .venv/bin/python bench/cold_start.py [--tries N] [--keep DIR]
+Run:  .venv/bin/python bench/cold_start.py [--tries N] [--keep DIR] [--imports]
 
 Each figure is given in wall time and in CPU time up to the answer (`time.process_time()`);
 on a shared machine the CPU time is the steadier, and the verdicts read it.
@@ -18,6 +18,10 @@ step's answer. Its floor is the same for a bare boto3 script restored the same w
 imported and the clients' service data loaded before the fork, the clients made and the
 requests sent after it). Not simulated: Lambda's own restore of the microVM, which the
 function does not control (AWS reports it as `Restore Duration`).
+
+`--imports`: one more first invocation, which lists the agentfn modules that import pydantic
+during the step, and the spec modules it loads (the compiled spec is read into
+runtime.spec.plain's structs: none of the validating models should be there).
 """
 
 from __future__ import annotations
@@ -68,6 +72,23 @@ for run_id in sys.argv[1:]:
     os.close(write)
     print("took", os.read(read, 100).decode())
     os.wait()
+"""
+#: The first invocation, noting which agentfn modules import pydantic, and the spec's modules.
+IMPORTS = """
+import builtins, json, sys
+importers = []
+real = builtins.__import__
+def noting(name, globals=None, locals=None, fromlist=(), level=0):
+    who = (globals or {}).get("__name__", "")
+    if name.split(".")[0] == "pydantic" and who.split(".")[0] in ("runtime", "handlers"):
+        importers.append(who)
+    return real(name, globals, locals, fromlist, level)
+builtins.__import__ = noting
+import handlers.step
+answer = handlers.step.handler({"action": "advance", "run_id": sys.argv[1]}, None)
+assert answer["status"] == "succeeded", answer
+spec = sorted(m for m in sys.modules if m.startswith("runtime.spec."))
+print(json.dumps({"importers": list(dict.fromkeys(importers)), "spec": spec}))
 """
 #: The floor after a restore: boto3 imported and its service data loaded before the fork.
 RESTORED_FLOOR = """
@@ -123,6 +144,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tries", type=int, default=7)
     parser.add_argument("--keep", type=Path, help="build the shipped package here, and keep it")
+    parser.add_argument("--imports", action="store_true", help="list who imports pydantic")
     args = parser.parse_args()
     from infra.local.dev_aws import MotoServer, pointed_at
     from runtime.engine.loop import Engine
@@ -181,6 +203,11 @@ def main() -> None:
                 env=env, cwd=code, check=True, capture_output=True, text=True,
             ).stdout  # fmt: skip
             requests = len(pickle.loads(calls.read_bytes()))
+            if args.imports:
+                imports = subprocess.run(
+                    [sys.executable, "-c", IMPORTS, engine.start("a", "go").run_id], env=env,
+                    cwd=code, check=True, capture_output=True, text=True,
+                ).stdout.splitlines()[-1]  # fmt: skip
         aws.stop()
     wall["restored"], cpu["restored"] = took(restored)
     wall["restored floor"], cpu["restored floor"] = took(floor)
@@ -199,9 +226,20 @@ def main() -> None:
     speed.row("the floor restored the same way", _ms(wall, cpu, "restored floor"))
     speed.row("first invocation of a restored copy", _ms(wall, cpu, "restored"))
     share("agentfn's own share (restored - its floor)", wall, cpu, "restored", "restored floor")
+    if args.imports:
+        seen = json.loads(imports)
+        models = [m for m in seen["spec"] if not m.startswith(_RUN_TIME_SPEC)]
+        print("imports during one step (--imports):")
+        print("  agentfn modules importing pydantic:", ", ".join(seen["importers"]) or "none")
+        print("  validating spec modules loaded:", ", ".join(models) or "none")
     rounded = {k: [round(v * 1000, 1) for v in vs] for k, vs in wall.items()}
     print("wall ms:", json.dumps(rounded))
     print("cpu ms:", json.dumps({k: [round(v * 1000, 1) for v in vs] for k, vs in cpu.items()}))
+
+
+#: The spec modules a step may load: the run-time structs and what they share with the models.
+_RUN_TIME_SPEC = ("runtime.spec.plain", "runtime.spec.shared", "runtime.spec.methods",
+                  "runtime.spec.graph")  # fmt: skip
 
 
 def _ms(wall: dict[str, list[float]], cpu: dict[str, list[float]], name: str) -> str:

@@ -14,6 +14,7 @@ from infra.sam.prices import lookup
 from runtime.models.factory import build_model
 from runtime.models.openai_chat import OpenAIChatModel
 from runtime.models.windows import context_window
+from runtime.spec import plain
 from runtime.spec.models import AiGatewayModel
 from tests.runtime.models.conversation import KEY, Secrets, conversation, run
 from tests.runtime.models.wire_server import WireServer
@@ -21,7 +22,7 @@ from tests.runtime.models.wire_server import WireServer
 RECORDED = Path(__file__).resolve().parents[2] / "fixtures" / "provider_recordings"
 
 
-def gateway(**extra: object) -> AiGatewayModel:
+def gateway(**extra: object) -> plain.AiGatewayModel:
     return AiGatewayModel.model_validate(
         {
             "provider": "ai_gateway",

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from runtime.secrets import SecretResolver
-from runtime.spec import AgentfnSpec
+from runtime.spec import AgentfnSpec, plain
 from runtime.spec.tools import HttpMcpServer, StdioMcpServer
 from runtime.tools import mcp as mcp_tools
 from runtime.tools.base import RichOutput, ToolContext, ToolError, ToolImage
@@ -42,7 +42,7 @@ ALL_TOOLS = {
 TOKEN = "s3cr3t-token"
 
 
-def stdio(**overrides: Any) -> StdioMcpServer:
+def stdio(**overrides: Any) -> plain.StdioMcpServer:
     return StdioMcpServer.model_validate({**ORDERS, **overrides}).to_runtime()
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from runtime.spec import plain
 from runtime.spec.tools import StdioMcpServer
 from runtime.tools.base import ToolContext
 from runtime.tools.mcp import LISTINGS, MAX_TOOLS, McpFailure, McpToolset
@@ -23,7 +24,7 @@ from tests.helpers import ROOT
 CTX = ToolContext(run_id="run-1", session_id="sess-1", agent="a", call_id="call-1")
 
 
-def lab(*args: str) -> StdioMcpServer:
+def lab(*args: str) -> plain.StdioMcpServer:
     return StdioMcpServer.model_validate(
         {
             "transport": "stdio",
@@ -34,7 +35,7 @@ def lab(*args: str) -> StdioMcpServer:
     ).to_runtime()
 
 
-def schemas(names: list[str]) -> StdioMcpServer:
+def schemas(names: list[str]) -> plain.StdioMcpServer:
     """A stdio server offering exactly these tools (schema_server.py)."""
     tools = {name: {"type": "object"} for name in names}
     return StdioMcpServer.model_validate(

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from runtime.secrets import redact
+from runtime.spec import plain
 from runtime.spec.tools import HttpMcpServer
 from runtime.tools.base import ToolContext, ToolError
 from runtime.tools.mcp import LISTINGS, McpFailure, McpToolset
@@ -76,7 +77,7 @@ def stats(base: str, action: str = "stats") -> dict[str, Any]:
         return result
 
 
-def server(base: str, **oauth: Any) -> HttpMcpServer:
+def server(base: str, **oauth: Any) -> plain.HttpMcpServer:
     settings = {
         "token_url": f"{base}/token",
         "client_id": "agent-1",
