@@ -195,3 +195,48 @@ def test_a_new_run_with_a_bad_value_is_refused_naming_the_field() -> None:
     with pytest.raises(InvalidRequest) as refused:
         new_head(**{**msgspec.structs.asdict(_head()), "max_turns": "lots"})
     assert refused.value.field == "max_turns"
+
+
+#: One scripted run with a sync tool on the in-memory store, in a fresh interpreter that
+#: notes every module outside the spec (runtime.spec: validated with pydantic at build time)
+#: that imports pydantic; handlers.step is imported as the function's entry point.
+NO_PYDANTIC = """
+import asyncio, builtins, json, sys
+real, offenders = builtins.__import__, set()
+def noted(name, globals=None, locals=None, fromlist=(), level=0):
+    importer = (globals or {}).get("__name__", "?")
+    if level == 0 and name.split(".")[0] in ("pydantic", "pydantic_core"):
+        if not importer.startswith(("pydantic", "runtime.spec")):
+            offenders.add(importer)
+    return real(name, globals, locals, fromlist, level)
+builtins.__import__ = noted
+sys.path[:0] = [sys.argv[1], sys.argv[1] + "/bench"]
+import handlers.step
+from loop_overhead import spec_for
+from runtime.engine.loop import Engine
+from runtime.store.memory import MemoryStore
+store = MemoryStore()
+head = asyncio.run(Engine(spec_for(3, "noop"), store).run("a", "go"))
+assert head.status == "succeeded", head
+store.load_run(head.run_id), store.list_events(head.run_id)
+print(json.dumps(sorted(offenders)))
+"""
+
+
+def test_a_step_imports_pydantic_only_for_the_spec() -> None:
+    """The run-time records, their store and the engine never import pydantic: only the
+    spec's models do (runtime.spec, which loads the compiled spec at run time)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", NO_PYDANTIC, str(root)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    assert json.loads(done.stdout.splitlines()[-1]) == []
