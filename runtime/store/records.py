@@ -92,8 +92,9 @@ def record_item(
     }
     msgs = []
     for seq, message in messages:
-        doc = encode(dump_set(message))  # without its unset optional fields
-        if len(doc.encode()) <= BODY_LIMIT:
+        raw = msgspec.json.encode(dump_set(message))  # without its unset optional fields
+        doc = raw.decode()
+        if len(raw) <= BODY_LIMIT:
             msgs.append(doc)
             continue
         earlier = as_earlier(message)
