@@ -158,6 +158,27 @@ def _can_be_none(hint: Any) -> bool:
     return hint is Any or hint is type(None) or type(None) in typing.get_args(hint)
 
 
+def prepare(*types: Any) -> None:
+    """The work of the first dump and load of these types (and of the records they nest),
+    done now: their plans, the decoders of `load_json` and msgspec's own type information.
+    pydantic did its share when the classes were made; a SnapStart snapshot holds this one
+    if it is done at init (handlers.snapshot), not in each restored copy's first step."""
+    seen: set[Any] = set()
+    pending = list(types)
+    while pending:
+        hint = pending.pop()
+        if hint in seen:
+            continue
+        seen.add(hint)
+        if isinstance(hint, type) and issubclass(hint, Record):
+            _PLANS.get(hint) or _plan(hint)
+            pending += typing.get_type_hints(hint).values()
+        else:
+            pending += typing.get_args(hint)
+    for hint in types:
+        _decoder(hint, False)  # the stores read lax, as pydantic's lax mode did
+
+
 def load(cls: type[T], data: Any, *, strict: bool = True) -> T:
     """`data` (JSON-able Python) validated as `cls`; msgspec.ValidationError (a ValueError,
     as pydantic's was) says what and where. `strict=False` coerces as pydantic's lax mode

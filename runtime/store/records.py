@@ -31,6 +31,7 @@ from runtime.events import Event
 from runtime.messages import Message, UserMessage, as_earlier, message_from_dict
 from runtime.store.base import BlobStore, RunHead
 from runtime.structs import dump_changed, dump_set, encode, load, load_json
+from runtime.structs import prepare as prepare_types
 
 BODY_LIMIT = 8 * 1024
 PREVIEW = 1024
@@ -49,6 +50,12 @@ def head_doc(head: RunHead) -> str:
     pydantic's `exclude_defaults` wrote it (runtime.structs.dump_changed). tests/conftest.py
     reads every head any test commits back, validated, and checks it is the same head."""
     return encode(dump_changed(head))
+
+
+def prepare() -> None:
+    """What the first commit and read of a run work out about its records, worked out now
+    (runtime.structs.prepare; handlers.snapshot calls it before a SnapStart snapshot)."""
+    prepare_types(RunHead, Message, Event)
 
 
 def decode_head(item: Item) -> RunHead:

@@ -240,3 +240,40 @@ def test_a_step_imports_pydantic_only_for_the_spec() -> None:
         timeout=120,
     )
     assert json.loads(done.stdout.splitlines()[-1]) == []
+
+
+PREPARED = """
+import msgspec
+from runtime import structs
+from runtime.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
+from runtime.events import made_event
+from runtime.store import records
+from runtime.store.base import ChildRun, ContextState, RemoteTask, new_head
+records.prepare()
+def unprepared(*args, **kwargs):
+    raise AssertionError("a record's plan was worked out at its first use")
+structs._Plan.__init__ = unprepared
+head = new_head(run_id="r", agent="a", session_id="s", run_key="k", spec_hash="h",
+                agent_hash="g", created_at=1.0, updated_at=1.0, expires_at=2,
+                context=ContextState(base=1), children=[ChildRun(
+                    tool_call_id="c", run_id="x", agent="y", remote=RemoteTask(task_id="t"))])
+messages = [UserMessage(content="x"), AssistantMessage(tool_calls=[ToolCall(id="c", name="n")]),
+            ToolResultMessage(tool_call_id="c", tool_name="n", content="ok")]
+item = records.record_item(head, list(enumerate(messages)), [made_event(0, "run_started", 1.0, "r", {})], None, str)
+assert records.decode_head(item) == head and records.record_messages(item, None) == messages
+print("ok")
+"""
+
+
+def test_prepare_works_out_what_the_first_commit_would() -> None:
+    """handlers.snapshot prepares the records at a SnapStart init: a restored copy's first
+    commit and read then work nothing out again (a fresh interpreter, plans forbidden)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", PREPARED], cwd=root, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
