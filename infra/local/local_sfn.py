@@ -58,6 +58,9 @@ def install() -> None:
     with _lock:
         if _installed:
             return
+        from infra.local import moto_imports
+
+        moto_imports.defer()  # before the interpreter imports its Batch integration
         from moto.moto_server.werkzeug_app import DomainDispatcherApplication
         from moto.stepfunctions.parser.asl.component.common.path import result_path
         from moto.stepfunctions.parser.asl.component.eval_component import EvalComponent

@@ -62,8 +62,7 @@ DEPENDENCIES = Layer(
     "DependenciesLayer",
     "dependencies",
     "agentfn: pydantic, msgspec, httpx, fastjsonschema",
-    # msgspec: the run-time spec structs (runtime.spec.plain), what a step reads its spec into
-    ("pydantic>=2.7,<3", "msgspec>=0.19,<1", "httpx>=0.27,<1", "fastjsonschema>=2.19"),
+    ("pydantic>=2.7,<3", "msgspec>=0.19,<0.23", "httpx>=0.27,<1", "fastjsonschema>=2.19"),
     # pydantic.v1, the old API kept for migrations (0.25 MB zipped): agentfn's code and the
     # layers' libraries use pydantic 2 only. A tool whose signature used a pydantic-1-style
     # type (`__get_validators__`) would fail to import it where pydantic 2 only warns.

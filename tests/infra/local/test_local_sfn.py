@@ -54,7 +54,8 @@ def aws() -> Iterator[AwsClients]:
 
 
 def _finish(sfn: Any, arn: str) -> dict[str, Any]:
-    for _ in range(300):
+    deadline = time.monotonic() + 60  # retries wait 1 s each; a loaded machine is slower
+    while time.monotonic() < deadline:
         described: dict[str, Any] = sfn.describe_execution(executionArn=arn)
         if described["status"] != "RUNNING":
             return described
