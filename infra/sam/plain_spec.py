@@ -194,7 +194,7 @@ class _Spec:
             'their loaders (runtime.spec.plain.load). See runtime/spec/__init__.py."""',
             "",
         ]
-        names["load"] = ["load", "load_compiled", "runtime_spec"]
+        names["load"] = ["EitherSpec", "load", "load_compiled", "runtime_spec"]
         exported: list[str] = []
         for module, listed in sorted(names.items()):
             public = sorted(n for n in listed if not n.startswith("_"))

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import uuid
 from contextlib import AsyncExitStack
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from runtime.clock import Clock, SystemClock
 from runtime.engine import output as out
@@ -38,13 +38,10 @@ from runtime.models.base import Model, ModelRequest, ToolSpec
 from runtime.models.failures import ContextOverflow
 from runtime.naming import new_run_id
 from runtime.observability.tracing import tracer_for
-from runtime.spec.plain import AgentfnSpec, runtime_spec
+from runtime.spec.plain import EitherSpec, runtime_spec
 from runtime.store.base import TERMINAL, RunHead, RunStore, new_head
 from runtime.structs import dump
 from runtime.tools.base import Tool
-
-if TYPE_CHECKING:
-    from runtime.spec import root
 
 MAX_CONTINUATIONS = 3
 MAX_CORRECTIONS = 2
@@ -55,7 +52,7 @@ class Engine(Interventions):
 
     def __init__(
         self,
-        spec: AgentfnSpec | root.AgentfnSpec,  # a validated spec runs on its structs
+        spec: EitherSpec,  # a validated spec runs on its structs
         store: RunStore,
         *,
         clock: Clock | None = None,

@@ -33,7 +33,7 @@ from runtime.spec.plain.knowledge import (
     KnowledgeBaseConfig,
     LocalKnowledgeBase,
 )
-from runtime.spec.plain.load import load, load_compiled, runtime_spec
+from runtime.spec.plain.load import EitherSpec, load, load_compiled, runtime_spec
 from runtime.spec.plain.models import (
     AiGatewayModel,
     AnthropicModel,
@@ -117,6 +117,7 @@ __all__ = [
     "DatabaseConfig",
     "Defaults",
     "Deployment",
+    "EitherSpec",
     "EventSource",
     "FirecrawlSettings",
     "GeminiModel",

@@ -8,7 +8,7 @@ form and runs on this one (`runtime_spec`): a validated spec makes its structs o
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import msgspec
 
@@ -17,6 +17,12 @@ from runtime.spec.shared import compiled_hash
 
 if TYPE_CHECKING:
     from runtime.spec import root
+
+    #: Either form of a spec, where the engine's code is handed one (`runtime_spec` makes
+    #: the structs of a validated one).
+    EitherSpec: TypeAlias = AgentfnSpec | root.AgentfnSpec
+else:
+    EitherSpec = AgentfnSpec  # for annotations only: the validating models stay unimported
 
 
 def load(data: dict[str, Any], *, digest: str | None = None) -> AgentfnSpec:
@@ -34,6 +40,6 @@ def load_compiled(path: str | Path) -> AgentfnSpec:
     return spec.at_project(Path(path).resolve().parent)
 
 
-def runtime_spec(spec: "AgentfnSpec | root.AgentfnSpec") -> AgentfnSpec:
+def runtime_spec(spec: EitherSpec) -> AgentfnSpec:
     """The spec the engine runs on: this one, or a validated spec's structs (made once)."""
     return spec if isinstance(spec, AgentfnSpec) else spec.to_runtime()
