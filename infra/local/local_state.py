@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import fcntl
+import functools
 import json
 import os
 import re
@@ -48,6 +49,8 @@ SYNC_ENV = "AGENTFN_LOCAL_SYNC"
 SYNC_SECONDS = 1.0
 LOG_NAME = "aws.log"
 HOST = "127.0.0.1"
+#: How often the server's loop looks for a stop (socketserver's default is 0.5 s).
+SHUTDOWN_POLL_SECONDS = 0.05
 _SERVICE = re.compile(r"Credential=[^/]*/[^/]*/[^/]*/([^/]+)/")
 #: DynamoDB operations that change state (the rest only read).
 _DYNAMODB_WRITES = frozenset(
@@ -312,7 +315,10 @@ class LocalAwsServer:
         self.server = make_server(HOST, 0, self.log, True, request_handler=MotoRequestHandler)
         self.port = int(self.server.socket.getsockname()[1])
         self.url = f"http://{HOST}:{self.port}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # Polled every 50 ms, not every 0.5 s: stop() waits for the loop's next poll, and each
+        # `agentfn run`, `status`, … stops this server on its way out.
+        serve = functools.partial(self.server.serve_forever, poll_interval=SHUTDOWN_POLL_SECONDS)
+        self.thread = threading.Thread(target=serve, daemon=True)
 
     def start(self) -> None:
         from moto.core.config import default_user_config
