@@ -47,56 +47,21 @@ _HEAP_KEY = "_EvalComponent__heap_key"
 POOL_CONNECTIONS = 128
 
 _installed = False
-_parser_patched = False
 _lock = threading.Lock()
 _programs: OrderedDict[str, tuple[Any, Any]] = OrderedDict()
 _clients: dict[tuple[str, str, str | None], Any] = {}
 
 
 def install() -> None:
-    """Patch moto's server lookups now, and its parser, client factory and JSONPath parsing
-    when a state machine first runs (once per process).
-
-    moto's Step Functions interpreter imports every service integration it knows, AWS Batch
-    and with it moto's EC2 models (which ask botocore for every region of every service as
-    the class is made): over two seconds of CPU. A process that never runs a state machine
-    (`agentfn run` of an agent, `agentfn status`, …) never pays it: the interpreter is
-    imported and patched by the first request that needs it (moto's
-    stepfunctions.responses.get_backend with executions on), before it parses anything."""
+    """Patch moto's parser, client factory and JSONPath parsing (once per process)."""
     global _installed
     with _lock:
         if _installed:
             return
-        from moto.core import responses
+        from infra.local import moto_imports
+
+        moto_imports.defer()  # before the interpreter imports its Batch integration
         from moto.moto_server.werkzeug_app import DomainDispatcherApplication
-        from moto.stepfunctions import responses as sfn_responses
-
-        responses.method_names_from_class = functools.cache(responses.method_names_from_class)
-        backend_for = DomainDispatcherApplication.get_backend_for_host
-        DomainDispatcherApplication.get_backend_for_host = _remembered(backend_for)  # type: ignore[method-assign,assignment]
-        sfn_responses.get_backend = _interpreter_patched_first(sfn_responses.get_backend)  # type: ignore[assignment]
-        _installed = True
-
-
-def _interpreter_patched_first(get_backend: Callable[[str, str], Any]) -> Callable[[str, str], Any]:
-    """moto's get_backend for Step Functions, which patches the interpreter (`_patch_parser`)
-    before it answers the first time."""
-
-    def patched_first(account: str, region: str) -> Any:
-        _patch_parser()
-        return get_backend(account, region)
-
-    return patched_first
-
-
-def _patch_parser() -> None:
-    """Patch moto's parser, client factory and JSONPath parsing (once per process)."""
-    global _parser_patched
-    if _parser_patched:
-        return
-    with _lock:
-        if _parser_patched:
-            return
         from moto.stepfunctions.parser.asl.component.common.path import result_path
         from moto.stepfunctions.parser.asl.component.eval_component import EvalComponent
         from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
@@ -104,6 +69,11 @@ def _patch_parser() -> None:
 
         AmazonStateLanguageParser.parse = staticmethod(parse)  # type: ignore[method-assign]
         EvalComponent.heap_key = property(heap_key)  # type: ignore[assignment,method-assign]
+        from moto.core import responses
+
+        responses.method_names_from_class = functools.cache(responses.method_names_from_class)
+        backend_for = DomainDispatcherApplication.get_backend_for_host
+        DomainDispatcherApplication.get_backend_for_host = _remembered(backend_for)  # type: ignore[method-assign,assignment]
         json_path.parse = functools.lru_cache(maxsize=4096)(json_path.parse)
         result_path.parse = functools.lru_cache(maxsize=4096)(result_path.parse)
         original = boto_client.boto_client_for
@@ -113,7 +83,7 @@ def _patch_parser() -> None:
                 getattr(module, "boto_client_for", None) is original
             ):
                 module.boto_client_for = shared_client  # type: ignore[attr-defined]
-        _parser_patched = True
+        _installed = True
 
 
 def parse(definition: str) -> tuple[Any, Any]:

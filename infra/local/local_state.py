@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import base64
 import fcntl
-import functools
 import json
 import os
 import re
@@ -49,8 +48,6 @@ SYNC_ENV = "AGENTFN_LOCAL_SYNC"
 SYNC_SECONDS = 1.0
 LOG_NAME = "aws.log"
 HOST = "127.0.0.1"
-#: How often the server's loop looks for a stop (socketserver's default is 0.5 s).
-SHUTDOWN_POLL_SECONDS = 0.05
 _SERVICE = re.compile(r"Credential=[^/]*/[^/]*/[^/]*/([^/]+)/")
 #: DynamoDB operations that change state (the rest only read).
 _DYNAMODB_WRITES = frozenset(
@@ -315,13 +312,17 @@ class LocalAwsServer:
         self.server = make_server(HOST, 0, self.log, True, request_handler=MotoRequestHandler)
         self.port = int(self.server.socket.getsockname()[1])
         self.url = f"http://{HOST}:{self.port}"
-        # Polled every 50 ms, not every 0.5 s: stop() waits for the loop's next poll, and each
-        # `agentfn run`, `status`, … stops this server on its way out.
-        serve = functools.partial(self.server.serve_forever, poll_interval=SHUTDOWN_POLL_SECONDS)
-        self.thread = threading.Thread(target=serve, daemon=True)
+        # A short poll: `stop()` waits up to one interval for the loop to notice (0.5 s by
+        # default, a third of a one-shot `agentfn run`); waking 20 times a second costs nothing.
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._in_process: Callable[[], None] | None = None
 
     def start(self) -> None:
         from moto.core.config import default_user_config
+
+        from infra.local.in_process import serve_in_process
 
         # Step Functions executions must really run; Lambda must not need Docker.
         default_user_config["lambda"] = {"use_docker": False}
@@ -330,8 +331,13 @@ class LocalAwsServer:
             self.log.catch_up()
             self.log.compact_if_large()
         self.thread.start()
+        # This process's clients skip loopback HTTP (infra.local.in_process), as `agentfn
+        # dev`'s do; other processes sharing the state still use it.
+        self._in_process = serve_in_process(self.log, HOST, self.port)
 
     def stop(self) -> None:
+        if self._in_process is not None:
+            self._in_process()
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(timeout=5)
