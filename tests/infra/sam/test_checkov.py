@@ -97,6 +97,7 @@ def findings(
     return {label: found[path] for label, path in paths.items()}
 
 
+@pytest.mark.slow  # checkov over four templates
 def test_every_checkov_finding_is_an_accepted_one(
     findings: dict[str, list[tuple[str, str]]],
 ) -> None:

@@ -10,9 +10,9 @@ any `BuildMethod: makefile`.
 The two `sam build`s share one build cache for the session (AGENTFN_BUILD_CACHE, keyed by
 what defines each thing built, its recipe and the Python): the full fixture's layers are the
 demo's, so pip installs each once per session; a stack's functions, one package, compile it
-once instead of once each. Both builds check what they ship. They run on one xdist worker
-(`xdist_group`; `--dist loadgroup` in pyproject.toml), one after the other, so that the
-second finds the first's layers.
+once instead of once each. Both builds check what they ship. With -n they are next to each
+other in the worker's share of the tests (`--dist worksteal` keeps shares contiguous), so
+the second finds the first's layers; on two workers at once each would build its own.
 """
 
 from __future__ import annotations
@@ -102,7 +102,6 @@ def test_sam_validate_lint_passes(name: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("sam-build")
 @pytest.mark.skipif(shutil.which("make") is None, reason="sam build runs Makefiles: no make")
 @pytest.mark.parametrize("name", list(SPECS))
 def test_sam_build_succeeds_and_packages_only_what_runs(
