@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
@@ -64,13 +66,14 @@ def store_nothing(self: MemoryStore, commit: commits.Commit) -> None:
 
 def copy_only(self: Any, head: Any, messages: Any, events: Any, **options: Any) -> Any:
     update = options.get("update") or {}
-    new = head.model_copy(
-        update={
+    new = msgspec.structs.replace(
+        head,
+        **{
             **update,
             "version": head.version + 1,
             "msg_seq": head.msg_seq + len(messages),
             "event_seq": head.event_seq + len(events),
-        }
+        },
     )
     if options.get("create"):  # the run's first head, for the run to start from
         self.store.commit(commits.Commit(head=new, expected_version=None, messages=[], events=[]))

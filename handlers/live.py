@@ -122,6 +122,7 @@ def _subscribe(
 
 def _events_after(run_id: str, after: int) -> list[dict[str, Any]]:
     from runtime.store.dynamo import DynamoStore, S3Blobs
+    from runtime.structs import dump
 
     store = DynamoStore(
         client("dynamodb"),
@@ -129,7 +130,7 @@ def _events_after(run_id: str, after: int) -> list[dict[str, Any]]:
         S3Blobs(client("s3"), os.environ.get("AGENTFN_BUCKET", "")),
     )
     events = store.list_events(run_id, after=after, limit=MAX_CATCH_UP)
-    return [e.model_dump(mode="json") for e in events]
+    return [dump(e) for e in events]
 
 
 def _keys(connection: str, run_id: str) -> list[tuple[str, str]]:

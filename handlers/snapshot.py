@@ -100,6 +100,7 @@ def prepare(build: Callable[[], Any]) -> Any:
 def _import_what_a_step_imports(run_service: Any) -> None:
     """What a first step would import on its way, imported now: the Logger (Powertools),
     the thread that runs the engine's event loop, the IDNA codec of botocore's first request,
+    what the run records' first dump and load work out (runtime.structs.prepare),
     the spec's model providers and this agent's tools (built, then forgotten at restore by
     Engine.renew: only their modules stay). A model or tool that cannot be built without
     its secrets or its network is left to the first invocation, as without SnapStart."""
@@ -108,8 +109,10 @@ def _import_what_a_step_imports(run_service: Any) -> None:
     import runtime.tools.threads  # noqa: F401
     from handlers import observe
     from runtime.models.factory import build_model
+    from runtime.store import records
 
     observe.logger()
+    records.prepare()  # the records' dump plans and decoders
     engine = run_service.engine
     for name, config in engine.spec.models.items():
         try:

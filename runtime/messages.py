@@ -7,35 +7,26 @@ store writes each one as its own DynamoDB item (never a growing list).
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+import msgspec
 
-from runtime.trusted import made, same_fields
-
-
-class _Msg(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+from runtime.errors import ModelError
+from runtime.structs import Record, load, replace
 
 
-class Usage(_Msg):
+class Usage(Record, kw_only=True):
     input_tokens: int = 0
     output_tokens: int = 0
 
-    def __eq__(self, other: object) -> bool:
-        return same_fields(self, other)  # pydantic's answer, faster (runtime.trusted)
-
     def __add__(self, other: Usage) -> Usage:
-        return made(  # two sums of ints: nothing to validate (runtime.trusted)
-            Usage,
-            {
-                "input_tokens": self.input_tokens + other.input_tokens,
-                "output_tokens": self.output_tokens + other.output_tokens,
-            },
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
         )
 
 
-class ToolCall(_Msg):
+class ToolCall(Record, kw_only=True):
     """A tool call as the model asked for it.
 
     `arguments` is the parsed object, or None when the model's JSON did not parse; then
@@ -53,6 +44,14 @@ class ToolCall(_Msg):
 
     @classmethod
     def from_json(cls, id: str, name: str, raw: str | dict[str, Any] | None) -> ToolCall:
+        """The call from a provider's wire values: the id and name are checked (a model
+        that sends others gets a ModelError that says so), the arguments parsed (what does
+        not parse is kept, for the loop to tell the model)."""
+        if not isinstance(id, str) or not isinstance(name, str):
+            raise ModelError(
+                f"the model sent a tool call whose id and name are not strings: "
+                f"{str(id)[:100]!r}, {str(name)[:100]!r}"
+            )
         if raw is None or raw == "":
             return cls(id=id, name=name, arguments={})
         if isinstance(raw, dict):
@@ -82,19 +81,19 @@ class ToolCall(_Msg):
 _ARGUMENTS_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
 
 
-class UserMessage(_Msg):
-    kind: Literal["user"] = "user"
+class UserMessage(Record, kw_only=True, tag_field="kind", tag="user"):
+    kind: ClassVar[str] = "user"
     content: str
     #: Why the loop (not the caller) said this: continuation after a token-limit cut, or a
     #: correction after an answer failed the output schema. None for the caller's input.
     purpose: Literal["continue", "correct"] | None = None
 
 
-class AssistantMessage(_Msg):
-    kind: Literal["assistant"] = "assistant"
+class AssistantMessage(Record, kw_only=True, tag_field="kind", tag="assistant"):
+    kind: ClassVar[str] = "assistant"
     text: str | None = None
-    tool_calls: list[ToolCall] = Field(default_factory=list)
-    usage: Usage = Field(default_factory=Usage)
+    tool_calls: list[ToolCall] = msgspec.field(default_factory=list)
+    usage: Usage = msgspec.field(default_factory=Usage)
     model: str = ""  # the spec's model name that answered
     agent: str = ""  # the agent that asked (in a team; "" in runs from before teams)
     model_id: str = ""
@@ -104,13 +103,13 @@ class AssistantMessage(_Msg):
     provider_data: dict[str, Any] | None = None
 
 
-class ImagePart(_Msg):
+class ImagePart(Record, kw_only=True):
     mime_type: str
     data: str  # base64
 
 
-class ToolResultMessage(_Msg):
-    kind: Literal["tool_result"] = "tool_result"
+class ToolResultMessage(Record, kw_only=True, tag_field="kind", tag="tool_result"):
+    kind: ClassVar[str] = "tool_result"
     tool_call_id: str
     tool_name: str  # the model-facing name
     #: The tool's identity, as the spec names it (`refund`, `builtin:http_request`,
@@ -132,21 +131,21 @@ class ToolResultMessage(_Msg):
     child_run_id: str | None = None  # the run that answered an ask_<agent> call
     #: Images the tool returned, for providers that accept images in tool results; the
     #: `content` text always describes them for the others.
-    images: list[ImagePart] = Field(default_factory=list)
+    images: list[ImagePart] = msgspec.field(default_factory=list)
 
 
-class SummaryMessage(_Msg):
+class SummaryMessage(Record, kw_only=True, tag_field="kind", tag="summary"):
     """A compaction's summary of the conversation before message `covers_before` of its run
     (and of the session history the run was shown). Persisted like any message, so a
     resumed run never asks for it again; the model reads it as a user message in place of
     what it replaces (runtime.engine.context)."""
 
-    kind: Literal["summary"] = "summary"
+    kind: ClassVar[str] = "summary"
     content: str
     covers_before: int
     replaced: int = 0  # messages it stands for (history included)
     model: str = ""
-    usage: Usage = Field(default_factory=Usage)
+    usage: Usage = msgspec.field(default_factory=Usage)
 
 
 CLARIFY_TOOL = "agent_clarify"
@@ -164,15 +163,14 @@ def as_earlier(message: Message) -> Message:
     if len(message.content) > EARLIER_OUTPUT_CHARS:
         note = f"\n[earlier output shortened from {len(message.content)} characters]"
         update["content"] = message.content[:EARLIER_OUTPUT_CHARS] + note
-    return message.model_copy(update=update) if update else message
+    return replace(message, **update) if update else message
 
 
-Message = Annotated[
-    UserMessage | AssistantMessage | ToolResultMessage | SummaryMessage,
-    Field(discriminator="kind"),
-]
-MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
+#: A tagged union: `kind` says which (msgspec dispatches on it when it validates).
+Message = UserMessage | AssistantMessage | ToolResultMessage | SummaryMessage
 
 
 def message_from_dict(data: dict[str, Any]) -> Message:
-    return MESSAGE_ADAPTER.validate_python(data)
+    """A message from JSON-able data (a stored one, or a request's), validated; coerced as
+    pydantic's lax mode did ("3" for an int)."""
+    return load(Message, data, strict=False)  # type: ignore[arg-type]

@@ -12,6 +12,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from runtime.store.base import TERMINAL, RunHead
+from runtime.structs import dump
 
 log = logging.getLogger("agentfn.service")
 
@@ -55,11 +56,11 @@ class Notifications:
             return
         detail = self._summary(head)
         if head.pending_approval:
-            detail["pending_approval"] = [p.model_dump(mode="json") for p in head.pending_approval]
+            detail["pending_approval"] = [dump(p) for p in head.pending_approval]
         if head.error_code:
             detail["error_code"] = head.error_code
         if head.status == "awaiting_input" and head.clarification is not None:
-            detail["clarification"] = head.clarification.model_dump(mode="json")
+            detail["clarification"] = dump(head.clarification)
         try:
             self.events.put_events(
                 Entries=[

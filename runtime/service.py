@@ -25,6 +25,7 @@ from runtime.notifications import Notifications
 from runtime.observability import logs
 from runtime.stack import Stack
 from runtime.store.base import PAUSED, TERMINAL, RunHead
+from runtime.structs import dump
 from runtime.teams import TeamOrchestration
 
 log = logging.getLogger("agentfn.service")
@@ -38,8 +39,6 @@ DECISION_RETRIES = 5
 #: execution nears Step Functions' 25,000-event history limit (infra/sam/asl.py proves the
 #: worst case per loop times this stays under it).
 MAX_LOOPS = 80
-
-
 LONG_POLL_INTERVAL = 0.5  # seconds between reads of a long poll (GET …/events?wait=)
 
 
@@ -207,7 +206,7 @@ class RunService(Executions, TeamOrchestration, Notifications):
             time.sleep(min(LONG_POLL_INTERVAL, max(0.0, deadline - time.monotonic())))
         return {
             "run_id": run_id,
-            "events": [e.model_dump(mode="json") for e in events],
+            "events": [dump(e) for e in events],
             "next_after": events[-1].seq if events else after,
         }
 

@@ -56,21 +56,24 @@ def _every_spec_loads_in_lambda_as_validated() -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True, scope="session")
-def _every_committed_head_serialises_as_pydantic_would() -> Iterator[None]:
-    """A commit's head is serialised looking only at the fields ever set (runtime.store.
-    records.head_doc). Every head any test commits must give exactly what pydantic's own
-    `exclude_defaults` dump gives: code that changed a head's value in place, without
-    marking the field set, fails the test that first does it."""
+def _every_committed_head_reads_back_as_committed() -> Iterator[None]:
+    """A head is built and copied without validation (msgspec Structs: runtime.structs) and
+    stored without the fields at their defaults (records.head_doc). Every head any test
+    commits must read back, validated strictly, as the very head committed and write the
+    same document again: a field given a value of the wrong type (an int where a float is
+    stored, a dict where a record belongs), or a default left out that was not one, fails
+    the test that first commits it."""
     from runtime.store import records
     from runtime.store.base import RunHead
+    from runtime.structs import load_json
 
     fast = records.head_doc
 
     def checked(head: RunHead) -> str:
         doc = fast(head)
-        assert doc == head.model_dump_json(exclude_defaults=True), (
-            "a head field was changed without being marked set (runtime.store.records.head_doc)"
-        )
+        again = load_json(RunHead, doc)
+        assert again == head, "a committed head does not read back as itself"
+        assert fast(again) == doc, "a committed head holds a value of the wrong type"
         return doc
 
     with pytest.MonkeyPatch.context() as patch:

@@ -51,10 +51,11 @@ def event_line(event: dict[str, Any]) -> str:
     """One event on one line: its number, its type and what `agentfn run` would show."""
     from infra.local.progress import Progress
     from runtime.events import Event
+    from runtime.structs import load
 
     head = f"{event.get('seq', '?'):>4}  {event.get('type', '?'):<24}"
     try:
-        text = Progress(sys.stdout, enabled=True).line(Event.model_validate(event))
+        text = Progress(sys.stdout, enabled=True).line(load(Event, event, strict=False))
     except Exception:  # an event this CLI version does not know: show its data
         text = None
     if text is None:

@@ -118,11 +118,13 @@ def _show(engine: Any, run_id: str, as_json: bool, describe: Any) -> None:
 def _events(engine: Any, args: argparse.Namespace, event_line: Any) -> int:
     import json
 
+    from runtime.structs import dump
+
     after = args.after
     while True:
         events = engine.store.list_events(args.run_id, after=after)
         for event in events:
-            data = event.model_dump(mode="json")
+            data = dump(event)
             print(json.dumps(data, ensure_ascii=False) if args.json else event_line(data))
         if not events:
             return EXIT_OK

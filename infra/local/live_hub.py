@@ -14,6 +14,7 @@ import threading
 from typing import Any
 
 from runtime.events import Event
+from runtime.structs import dump
 
 BACKLOG = 10_000  # items a watcher may have waiting before it counts as lagging
 CLOSED: dict[str, Any] = {"kind": "closed"}
@@ -123,7 +124,7 @@ class LiveHub:
     def on_event(self, event: Event) -> None:
         """An EventListener: each event as it is committed."""
         self._note(event)
-        self._publish(event.run_id, {"kind": "event", "event": event.model_dump(mode="json")})
+        self._publish(event.run_id, {"kind": "event", "event": dump(event)})
 
     def on_chunk(self, chunk: dict[str, Any]) -> None:
         """A ChunkListener (runtime.live.live): each text delta as it is written."""

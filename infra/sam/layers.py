@@ -4,7 +4,7 @@ Every function's own code zip holds only agentfn's code, the tools package and t
 spec (well under 1 MB). Third-party code is in layers that `sam build` builds once for the
 stack (`BuildMethod: makefile`, infra.sam.layer_build), each function taking only those it uses:
 
-- `DependenciesLayer`: pydantic, httpx, fastjsonschema, what every function imports;
+- `DependenciesLayer`: pydantic, msgspec, httpx, fastjsonschema, what every function imports;
 - `PowertoolsLayer`: aws-lambda-powertools' Logger and Metrics (and what they import), for
   every function too: each logs through its Logger and prints its metrics as EMF
   (handlers.observe). Agents read secrets with boto3 (runtime.secrets);
@@ -61,8 +61,8 @@ class Layer:
 DEPENDENCIES = Layer(
     "DependenciesLayer",
     "dependencies",
-    "agentfn: pydantic, httpx, fastjsonschema",
-    ("pydantic>=2.7,<3", "httpx>=0.27,<1", "fastjsonschema>=2.19"),
+    "agentfn: pydantic, msgspec, httpx, fastjsonschema",
+    ("pydantic>=2.7,<3", "msgspec>=0.19,<0.23", "httpx>=0.27,<1", "fastjsonschema>=2.19"),
     # pydantic.v1, the old API kept for migrations (0.25 MB zipped): agentfn's code and the
     # layers' libraries use pydantic 2 only. A tool whose signature used a pydantic-1-style
     # type (`__get_validators__`) would fail to import it where pydantic 2 only warns.

@@ -18,6 +18,7 @@ from runtime.engine.toolrun import error_result
 from runtime.messages import ToolCall, ToolResultMessage
 from runtime.spec import AgentfnSpec, ApprovalRule
 from runtime.store.base import ApprovalDecision
+from runtime.structs import replace
 from runtime.tools.base import Tool
 
 
@@ -56,9 +57,9 @@ def apply_decision(
     if not decision.approved:
         why = f": {decision.reason}" if decision.reason else ""
         rejected = error_result(call, turn, f"the approver rejected this call{why}; it was not run")
-        return None, rejected.model_copy(update={"decided_by": decision.by})
+        return None, replace(rejected, decided_by=decision.by)
     if decision.edited_inputs is not None:
-        return call.model_copy(update={"arguments": decision.edited_inputs}), None
+        return replace(call, arguments=decision.edited_inputs), None
     return call, None
 
 

@@ -21,7 +21,7 @@ from runtime.errors import RunError, RunLeased, StateConflict
 from runtime.events import EventListener, EventType, made_event
 from runtime.messages import AssistantMessage, Message
 from runtime.store.base import TERMINAL, Commit, RunHead, RunStore
-from runtime.trusted import copied
+from runtime.structs import dump, encode, load, replace
 
 RESULT_INLINE_BYTES = 16 * 1024
 
@@ -162,9 +162,9 @@ class Persistence:
             lease = {"lease_owner": None, "lease_until": 0.0}
         else:
             lease = {"lease_owner": self.owner, "lease_until": now + self.lease_seconds}
-        new_head = copied(
+        new_head = replace(
             head,
-            {
+            **{
                 **(update or {}),
                 "version": head.version + 1,
                 "updated_at": now,
@@ -174,8 +174,7 @@ class Persistence:
             },
         )
         if update is None or "sweep_after" not in update:
-            new_head.__dict__["sweep_after"] = sweep_after(new_head)  # as setattr, unvalidated
-            new_head.__pydantic_fields_set__.add("sweep_after")
+            new_head.sweep_after = sweep_after(new_head)
         self.store.commit(
             Commit(
                 head=new_head,
@@ -211,11 +210,11 @@ def _redacted(
         return messages, events, update
     clean: list[Message] = []
     for message in messages:
-        text = message.model_dump_json()
+        text = encode(message)
         if secrets.redact_text(text) is text:  # one search: nothing to redact
             clean.append(message)
         else:  # redact the strings, never the JSON around them
-            clean.append(type(message).model_validate(secrets.redact(message.model_dump())))
+            clean.append(load(type(message), secrets.redact(dump(message))))
     return (
         clean,
         [(kind, secrets.redact(data)) for kind, data in events],

@@ -41,6 +41,7 @@ from runtime.models.base import Model, ModelRequest, ToolSpec
 from runtime.models.failures import ContextOverflow
 from runtime.models.windows import context_window, prompt_budget
 from runtime.spec.context import CompactionSettings
+from runtime.structs import replace
 from runtime.tools.base import ToolContext
 
 #: The share of the summarising model's window its transcript may take.
@@ -183,7 +184,7 @@ class Compaction(Toolsets):
             if summarise and cut > run.base:
                 size = summary + ctx.kept_tokens(run.messages, run.base, cut, prune_to, readable)
             else:
-                pruned = state.model_copy(update={"pruned_before": prune_to})
+                pruned = replace(state, pruned_before=prune_to)
                 if state.summary_seq is None and run.history:
                     pruned.history_pruned = True
                 view = ctx.view(run.history, run.messages, run.base, pruned, readable)
@@ -210,7 +211,7 @@ class Compaction(Toolsets):
         kept turns, the latest results as placeholders, everything summarised). Returns
         the summary's error, if it failed."""
         head = run.head
-        state = head.context.model_copy(deep=True)
+        state = replace(head.context, answers_before=dict(head.context.answers_before))  # deep
         readable = "session_cache_get" in self._toolbox(head)
         fixed = ctx.tokens(system) + ctx.tools_tokens(specs)
         allowance = ctx.summary_allowance(limit - fixed, settings.summary_max_tokens)
@@ -313,12 +314,11 @@ class Compaction(Toolsets):
         head = run.head
         key = cache_key(ToolContext(head.run_id, head.session_id, head.agent, result.tool_call_id))
         self.store.blobs.put(key, result.content.encode(), "text/plain; charset=utf-8")
-        return result.model_copy(
-            update={
-                "content": preview_text(result.content, share, result.tool_call_id),
-                "full_output_ref": key,
-                "full_size": len(result.content),
-            }
+        return replace(
+            result,
+            content=preview_text(result.content, share, result.tool_call_id),
+            full_output_ref=key,
+            full_size=len(result.content),
         )
 
     def _cache_pruned(self, run: RunCursor, pruned: list[Message]) -> None:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from runtime.engine.prompt import render_system_prompt, team_prompt
 from runtime.errors import RunError
 from runtime.spec.agents import AgentConfig, PythonPrompt
+from runtime.structs import dump
 from runtime.tools.base import ToolError
 
 if TYPE_CHECKING:
@@ -117,7 +118,7 @@ async def computed_prompt(
         "turn": turn,
         "now": datetime.fromtimestamp(now, UTC).isoformat(timespec="seconds"),
     }
-    history = [m.model_dump(mode="json") for m in (*run.history, *run.messages)]
+    history = [dump(m) for m in (*run.history, *run.messages)]
     started = time.monotonic()
     try:
         text = await asyncio.wait_for(_call(func, context, history), prompt.timeout)

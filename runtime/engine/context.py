@@ -35,6 +35,7 @@ from runtime.models.tokens import (
     tools_tokens,
 )
 from runtime.store.base import ContextState
+from runtime.structs import replace
 
 #: Results this short are kept whole: a placeholder would save nothing.
 PRUNE_MIN_CHARS = 400
@@ -103,7 +104,7 @@ def placeholder(message: ToolResultMessage, readable: bool) -> ToolResultMessage
         f"({len(message.content)} characters)"
     )
     text += f"; read it with session_cache_get(id={message.tool_call_id!r})]" if readable else "]"
-    made = message.model_copy(update={"content": text, "images": [], "output": None})
+    made = replace(message, content=text, images=[], output=None)
     if len(_placeholders) >= 8_192:
         _placeholders.clear()
     _placeholders[(id(message), readable)] = (message, made)

@@ -19,7 +19,6 @@ from runtime.messages import Usage
 from runtime.spec import AgentfnSpec
 from runtime.spec.models import Price
 from runtime.store.base import RunHead, Spend
-from runtime.trusted import made
 
 #: Output tokens assumed for the next answer when the model has no `max_tokens`.
 DEFAULT_OUTPUT_TOKENS = 1024
@@ -54,7 +53,7 @@ def next_call(spec: AgentfnSpec, model: str, input_tokens: int) -> Spend:
     cost = 0.0
     if price is not None:
         cost = (input_tokens * price.input_per_mtok + output * price.output_per_mtok) / 1_000_000
-    return made(Spend, {"tokens": input_tokens + output, "cost_usd": cost})
+    return Spend(tokens=input_tokens + output, cost_usd=cost)
 
 
 def check_budget(spec: AgentfnSpec, head: RunHead, upcoming: Spend) -> None:

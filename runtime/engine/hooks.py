@@ -35,6 +35,7 @@ from runtime.engine.toolrun import error_result, shape_output
 from runtime.errors import HookDenied
 from runtime.events import preview
 from runtime.messages import AssistantMessage, Message, ToolCall, ToolResultMessage, UserMessage
+from runtime.structs import dump, replace
 from runtime.tools.base import RichOutput, Tool, ToolContext
 
 RUN_START = "@run_start"  # the head's hook_decisions key of the run's start
@@ -112,7 +113,7 @@ class HookPhase(HookChain):
             message = f"a policy hook denied this call: {outcome.denied}; it was not run"
             return call, error_result(call, self._turn(run), message)
         if outcome.modified:
-            call = call.model_copy(update={"arguments": outcome.value})
+            call = replace(call, arguments=outcome.value)
         return call, None
 
     async def _settled(self, run: RunCursor, calls: list[ToolCall]) -> list[ToolCall]:
@@ -295,7 +296,7 @@ class HookPhase(HookChain):
         try:
             head = run.head
             result = final_result(head, self.store.blobs)
-            finished = {"response": result, "usage": head.usage.model_dump()}
+            finished = {"response": result, "usage": dump(head.usage)}
             events: Events = []
             warnings: list[str] = []
             for hook in hooks:
@@ -343,7 +344,7 @@ def _rewrite_answer(new: list[Message], events: Events, text: str) -> None:
     for index in range(len(new) - 1, -1, -1):
         message = new[index]
         if isinstance(message, AssistantMessage):
-            new[index] = message.model_copy(update={"text": text})
+            new[index] = replace(message, text=text)
             break
     for kind, data in events:
         if kind == "model_response":

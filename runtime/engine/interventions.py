@@ -24,6 +24,7 @@ from runtime.events import EventType
 from runtime.messages import AssistantMessage, Message, ToolCall, ToolResultMessage
 from runtime.safety.schema_check import SchemaViolation, check
 from runtime.store.base import TERMINAL, ApprovalDecision, ChildRun, RunHead
+from runtime.structs import load, replace
 from runtime.tools.builtins import CLARIFY
 from runtime.tools.team import control_of
 
@@ -161,14 +162,13 @@ class Interventions(Shortcuts):
                 result = self._cut_off(head, call, turn)
                 if result is not None:
                     unknown.append(result)
-        head = head.model_copy(
-            update={
-                "status": "cancelled",
-                "error_code": "CANCELLED",
-                "error_message": reason,
-                "cancelled_by": by,
-                "started_calls": [],
-            }
+        head = replace(
+            head,
+            status="cancelled",
+            error_code="CANCELLED",
+            error_message=reason,
+            cancelled_by=by,
+            started_calls=[],
         )
         data = {"error_code": "CANCELLED", "error_message": reason, "by": by}
         return self._commit(head, unknown, [("run_failed", data)], release=True)
@@ -178,13 +178,13 @@ class Interventions(Shortcuts):
         can have been running, the run was waiting)."""
         if call.id in head.started_calls:
             result = error_result(call, turn, OUTCOME_UNKNOWN_CANCELLED)
-            return result.model_copy(update={"outcome_unknown": True})
+            return replace(result, outcome_unknown=True)
         if head.status != "running":
             return None
         tool = self._toolbox(head).get(call.name)
         if tool is None:  # e.g. an MCP tool this process has not listed: assume the worst
             result = error_result(call, turn, MAYBE_RAN_CANCELLED)
-            return result.model_copy(update={"outcome_unknown": True})
+            return replace(result, outcome_unknown=True)
         control = call.name == CLARIFY or control_of(tool.reference) is not None
         if control or call.arguments is None or tool.effect == "at_most_once":
             # The run's own control flow (commits, never cut off half way), arguments that
@@ -193,7 +193,7 @@ class Interventions(Shortcuts):
         if tool.effect == "read_only":
             return error_result(call, turn, READ_ONLY_CANCELLED)
         result = error_result(call, turn, MAYBE_RAN_CANCELLED)  # idempotent: no start record
-        return result.model_copy(update={"outcome_unknown": True})
+        return replace(result, outcome_unknown=True)
 
     def decide(
         self,
@@ -207,7 +207,11 @@ class Interventions(Shortcuts):
     ) -> RunHead:
         """Approve, reject or edit pending tool calls: one (`tool_call_id`) or all of them."""
         head = self.store.load_head(run_id)
-        asked = ApprovalDecision(approved=approved, reason=reason, edited_inputs=edited_inputs)
+        try:  # validated: the decision comes from outside (a request, a chat, a remote agent)
+            values = {"approved": approved, "reason": reason, "edited_inputs": edited_inputs}
+            asked = load(ApprovalDecision, values, strict=False)
+        except ValueError as exc:
+            raise InvalidRequest(f"invalid decision: {exc}") from None
         if tool_call_id is not None:
             repeated = head.status != "succeeded" and _repeats(head, [tool_call_id], asked)
         else:  # "all pending": a repeat only once nothing is pending any more
@@ -247,7 +251,7 @@ class Interventions(Shortcuts):
                     check(tool.input_schema if tool else {"type": "object"}, edited_inputs)
                 except SchemaViolation as exc:
                     raise InvalidRequest(f"edited_inputs: {exc}", field="edited_inputs") from None
-            decision = asked.model_copy(update={"by": by})
+            decision = replace(asked, by=by)
             decisions[pending.tool_call_id] = decision
             events.append(("approval_decided", decision_event(pending.tool_call_id, decision)))
         return self._record_decisions(head, decisions, events, {t.tool_call_id for t in targets})

@@ -39,7 +39,8 @@ from runtime.models.failures import ContextOverflow
 from runtime.naming import new_run_id
 from runtime.observability.tracing import tracer_for
 from runtime.spec import AgentfnSpec
-from runtime.store.base import TERMINAL, RunHead, RunStore
+from runtime.store.base import TERMINAL, RunHead, RunStore, new_head
+from runtime.structs import dump
 from runtime.tools.base import Tool
 
 MAX_CONTINUATIONS = 3
@@ -108,7 +109,9 @@ class Engine(Interventions):
         if answered is not None:
             return answered
         run_id = step_of.run_id if step_of is not None else run_id or new_run_id(agent)
-        head = RunHead(
+        # Validated (as pydantic did): the caller's values come from outside (a request, a
+        # trigger, a workflow step); coerced as pydantic's lax mode did.
+        head = new_head(
             run_id=run_id,
             agent=agent,
             session_id=session_id or uuid.uuid4().hex,
@@ -309,7 +312,7 @@ class Engine(Interventions):
                     "model": model.name,
                     "text": preview(response.text),
                     "tool_calls": [c.name for c in response.tool_calls],
-                    "usage": response.usage.model_dump(),
+                    "usage": dump(response.usage),
                     "stop_reason": response.stop_reason,
                     "duration_ms": duration_ms,
                     "cost_usd": round(cost, 6),

@@ -20,6 +20,7 @@ from runtime.engine.commits import RunCursor
 from runtime.engine.toolrun import answered_result, error_result
 from runtime.messages import ToolCall, ToolResultMessage
 from runtime.store.base import ChildRun, RemoteTask
+from runtime.structs import replace
 
 IN_PROCESS_WAIT_SECONDS = 900.0  # one process waits this long for a remote task at most
 
@@ -53,7 +54,7 @@ class RemoteAsks:
                 task = self._child_task(run, ref)
                 seen = await check(config, ref.remote, task, ref.run_id, self.secrets())
                 if seen != ref.remote:
-                    refs[index] = ref.model_copy(update={"remote": seen})
+                    refs[index] = replace(ref, remote=seen)
                     changed = True
             if changed:
                 run.head = self._commit(run.head, [], [], update={"children": refs})

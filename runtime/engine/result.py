@@ -8,6 +8,7 @@ from typing import Any
 
 from runtime.messages import AssistantMessage, Message, ToolResultMessage
 from runtime.store.base import BlobStore, RunHead
+from runtime.structs import dump
 
 
 def reasoning_trace(messages: list[Message]) -> str:
@@ -97,9 +98,9 @@ def build_result(head: RunHead, messages: list[Message], blobs: BlobStore) -> di
     if head.agent_path or head.usage_by_agent or head.parent_run_id:
         out.update(team_fields(head, messages))
     if head.status == "awaiting_approval":
-        out["pending_approval"] = [p.model_dump(mode="json") for p in head.pending_approval]
+        out["pending_approval"] = [dump(p) for p in head.pending_approval]
     if head.status == "awaiting_input" and head.clarification is not None:
-        out["clarification"] = head.clarification.model_dump(mode="json")
+        out["clarification"] = dump(head.clarification)
     return out
 
 

@@ -14,7 +14,7 @@ from runtime.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from runtime.trusted import copied
+from runtime.structs import replace
 
 
 def last_assistant(messages: list[Message]) -> tuple[int, AssistantMessage] | None:
@@ -78,7 +78,7 @@ def own_call_ids(calls: list[ToolCall]) -> list[ToolCall]:
     owned: list[ToolCall] = []
     for call in calls:
         if not call.id or call.id in seen:
-            call = copied(call, {"id": f"call_{secrets.token_hex(12)}"})
+            call = replace(call, id=f"call_{secrets.token_hex(12)}")
         seen.add(call.id)
         owned.append(call)
     return owned

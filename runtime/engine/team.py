@@ -46,7 +46,8 @@ from runtime.messages import (
 )
 from runtime.naming import agent_tag
 from runtime.spec.graph import handoff_paths
-from runtime.store.base import TERMINAL, ChildRun, HelpRequest, RemoteTask, RunHead
+from runtime.store.base import TERMINAL, ChildRun, HelpRequest, RemoteTask, RunHead, new_head
+from runtime.structs import replace
 from runtime.tools.team import TeamView, team_view
 
 Events = list[tuple[EventType, dict[str, Any]]]
@@ -230,7 +231,7 @@ class TeamPhase(RemoteAsks, ToolPhase):
         config = self.spec.agents[ref.agent]
         ttl = config.session.ttl or self.spec.deployment.retention
         task = self._child_task(run, ref)
-        head = RunHead(
+        head = new_head(
             run_id=ref.run_id,
             agent=ref.agent,
             session_id=ref.run_id,
@@ -314,9 +315,7 @@ class TeamPhase(RemoteAsks, ToolPhase):
                 result = answered_result(call, turn, answer, self.clock.now(), child.run_id)
             else:
                 why = f"{child.agent} {child.status}: {child.error_code}: {child.error_message}"
-                result = error_result(call, turn, why).model_copy(
-                    update={"child_run_id": child.run_id}
-                )
+                result = replace(error_result(call, turn, why), child_run_id=child.run_id)
             result.tool_ref = self._toolbox(head)[call.name].reference
             results.append(result)
             events.append(

@@ -24,10 +24,10 @@ from runtime.messages import AssistantMessage, ToolCall, ToolResultMessage
 from runtime.observability.tracing import NOT_TRACED
 from runtime.spec import AgentfnSpec
 from runtime.store.base import Clarification, PendingApproval
+from runtime.structs import dump, replace
 from runtime.tools.base import Tool, ToolContext
 from runtime.tools.builtins import CLARIFY
 from runtime.tools.team import control_of
-from runtime.trusted import made
 
 T = TypeVar("T")
 
@@ -170,9 +170,7 @@ class ToolPhase(Compaction, HookPhase, Traced):
                 if decision.edited_inputs is not None:  # the edit meets the hooks too
                     call, denied = await self._pre_tool_use(run, call, edited=True)
                     if denied is not None:
-                        self._record_result(
-                            run, denied.model_copy(update={"decided_by": decided_by}), last=last
-                        )
+                        self._record_result(run, replace(denied, decided_by=decided_by), last=last)
                         index += 1
                         continue
             else:
@@ -181,7 +179,7 @@ class ToolPhase(Compaction, HookPhase, Traced):
             once = tool is not None and tool.effect == "at_most_once" and call.arguments is not None
             if once and call.id in run.head.started_calls:
                 result = error_result(call, self._turn(run), OUTCOME_UNKNOWN)
-                result = result.model_copy(update={"outcome_unknown": True})
+                result = replace(result, outcome_unknown=True)
                 self._record_result(run, result, last=last)
                 index += 1
                 continue
@@ -232,10 +230,8 @@ class ToolPhase(Compaction, HookPhase, Traced):
                     timeout_seconds=int(timeout),
                 )
             )
-        head = run.head.model_copy(
-            update={"status": "awaiting_approval", "pending_approval": pending}
-        )
-        data = {"calls": [p.model_dump(mode="json") for p in pending]}
+        head = replace(run.head, status="awaiting_approval", pending_approval=pending)
+        data = {"calls": [dump(p) for p in pending]}
         run.head = self._commit(head, [], [("approval_requested", data)], release=True)
 
     def _turn(self, run: RunCursor) -> int:
@@ -308,17 +304,7 @@ class ToolPhase(Compaction, HookPhase, Traced):
         result = self._fit_result(run, result)  # a long error or denial: a preview too
         events, update = self._hook_notes(run, result.tool_call_id)  # hooks decided first
         if not announced:
-            call = made(  # only read, for its event: no validation (runtime.trusted)
-                ToolCall,
-                {
-                    "id": result.tool_call_id,
-                    "name": result.tool_name,
-                    "arguments": result.inputs,
-                    "raw_arguments": None,
-                    "arguments_error": None,
-                    "provider_data": None,
-                },
-            )
+            call = ToolCall(id=result.tool_call_id, name=result.tool_name, arguments=result.inputs)
             events.append(("tool_call", self._call_event(run, call)))
         done: dict[str, Any] = {
             "turn": result.turn,
@@ -364,12 +350,10 @@ class ToolPhase(Compaction, HookPhase, Traced):
             tool_call_id=call.id,
             expires_at=wait_until(run.head, self.clock.now() + timeout),
         )
-        head = run.head.model_copy(
-            update={"status": "awaiting_input", "clarification": clarification}
-        )
+        head = replace(run.head, status="awaiting_input", clarification=clarification)
         run.head = self._commit(
             head,
             [],
-            [("clarification_requested", clarification.model_dump(mode="json"))],
+            [("clarification_requested", dump(clarification))],
             release=True,
         )

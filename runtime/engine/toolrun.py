@@ -16,7 +16,6 @@ from runtime.messages import ImagePart, ToolCall, ToolResultMessage
 from runtime.safety.schema_check import SchemaViolation, check
 from runtime.store.base import BlobStore
 from runtime.tools.base import RichOutput, Tool, ToolContext, ToolError
-from runtime.trusted import made
 
 INLINE_OUTPUT_BYTES = 8 * 1024
 #: Characters of an output over INLINE_OUTPUT_BYTES that the result contract shows.
@@ -52,7 +51,7 @@ def answered_result(
         output=answer,
         turn=turn,
         at=at,
-        **({"child_run_id": child_run_id} if child_run_id else {}),  # unset as before when none
+        child_run_id=child_run_id or None,
     )
 
 
@@ -183,31 +182,20 @@ def shape_output(
             blobs.put(f"{full_ref}.json", whole.encode(), "application/json")
     content = preview_text(text, cap, call.id) if size > cap else text
     inline = (full if full is not None else text) if small else content[:INLINE_PREVIEW_CHARS]
-    # Every value is of its field's type already (the copies are the ones validation makes):
-    # built without validation, as every turn builds one (runtime.trusted).
-    return made(
-        ToolResultMessage,
-        {
-            "kind": "tool_result",
-            "tool_call_id": call.id,
-            "tool_name": call.name,
-            "tool_ref": tool.reference,
-            "content": content,
-            "success": not failed,
-            "inputs": None if call.arguments is None else dict(call.arguments),
-            "output": inline,
-            "output_truncated": not small,
-            "duration_ms": duration_ms,
-            "turn": turn,
-            "full_output_ref": full_ref,
-            "full_size": size if full_ref else None,
-            "at": 0.0,
-            "reused_from": None,
-            "outcome_unknown": False,
-            "decided_by": None,
-            "child_run_id": None,
-            "images": list(images),
-        },
+    return ToolResultMessage(
+        tool_call_id=call.id,
+        tool_name=call.name,
+        tool_ref=tool.reference,
+        content=content,
+        success=not failed,
+        inputs=None if call.arguments is None else dict(call.arguments),
+        output=inline,
+        output_truncated=not small,
+        duration_ms=duration_ms,
+        turn=turn,
+        full_output_ref=full_ref,
+        full_size=size if full_ref else None,
+        images=images,
     )
 
 

@@ -40,6 +40,7 @@ from collections import deque
 from typing import Any
 
 from runtime.events import Event
+from runtime.structs import dump
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +105,7 @@ class WebSocketPublisher:
     # ---- the engine's side (never blocks on the network) ------------------------------
 
     def on_event(self, event: Event) -> None:
-        self._put(("event", event.run_id, event.model_dump(mode="json")))
+        self._put(("event", event.run_id, dump(event)))
 
     def on_chunk(self, chunk: dict[str, Any]) -> None:
         self._put(("chunk", chunk["run_id"], chunk))

@@ -17,6 +17,7 @@ from typing import Any, Literal, Protocol
 
 from runtime.errors import ModelError, TransientModelError
 from runtime.messages import ImagePart, Message, ToolCall, ToolResultMessage, Usage
+from runtime.structs import load
 
 StopReason = Literal["end_turn", "tool_use", "max_tokens"]
 
@@ -150,7 +151,19 @@ def assemble_response(
     return ModelResponse(
         text="".join(texts) or None,
         tool_calls=calls,
-        usage=Usage(input_tokens=input_tokens, output_tokens=output_tokens),
+        usage=wire_usage(model_id, input_tokens, output_tokens),
         stop_reason=stop,
         model_id=model_id,
     )
+
+
+def wire_usage(model_id: str, input_tokens: Any, output_tokens: Any) -> Usage:
+    """A provider's token counts, validated (coerced as pydantic's lax mode did: "12" or
+    12.0 is 12): a count that is not a number is the provider's error, said as such, not a
+    crash of the step nor a bad value stored in the run."""
+    try:
+        return load(
+            Usage, {"input_tokens": input_tokens, "output_tokens": output_tokens}, strict=False
+        )
+    except ValueError as exc:
+        raise ModelError(f"{model_id} answered with invalid token counts: {exc}") from None

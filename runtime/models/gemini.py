@@ -7,14 +7,15 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from runtime.errors import ModelError
-from runtime.messages import AssistantMessage, Message, ToolCall, ToolResultMessage, Usage
+from runtime.messages import AssistantMessage, Message, ToolCall, ToolResultMessage
 from runtime.models.anthropic import merge_turns
-from runtime.models.base import ModelRequest, ModelResponse, StopReason, images_of
+from runtime.models.base import ModelRequest, ModelResponse, StopReason, images_of, wire_usage
 from runtime.models.failures import classify_http
 from runtime.models.gemini_schema import gemini_parameters
 from runtime.models.http import HttpModel, post_json, post_stream
 from runtime.models.streaming import SseEvent, TextSink, event_json, unstreamed
 from runtime.spec.models import GeminiModel as GeminiConfig
+from runtime.structs import replace
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 
@@ -189,7 +190,7 @@ class GeminiModel(HttpModel[GeminiConfig]):
                 parsed = ToolCall.from_json(call_id, call.get("name", ""), call.get("args"))
                 if part.get("thoughtSignature"):  # Gemini 3 wants it back on the next turn
                     data = {"thoughtSignature": part["thoughtSignature"]}
-                    parsed = parsed.model_copy(update={"provider_data": data})
+                    parsed = replace(parsed, provider_data=data)
                 calls.append(parsed)
             elif "text" in part and not part.get("thought"):  # thought summaries are not answers
                 texts.append(part["text"])
@@ -198,15 +199,16 @@ class GeminiModel(HttpModel[GeminiConfig]):
             "max_tokens" if finish == "MAX_TOKENS" else "tool_use" if calls else "end_turn"
         )
         usage = answer.get("usageMetadata") or {}
+        counted = wire_usage(
+            self.model_id,
+            usage.get("promptTokenCount") or 0,
+            usage.get("candidatesTokenCount") or 0,
+        )
+        thoughts = wire_usage(self.model_id, 0, usage.get("thoughtsTokenCount") or 0)
         return ModelResponse(
             text="".join(texts) or None,
             tool_calls=calls,
-            usage=Usage(
-                input_tokens=usage.get("promptTokenCount") or 0,
-                # thinking tokens are billed as output too
-                output_tokens=(usage.get("candidatesTokenCount") or 0)
-                + (usage.get("thoughtsTokenCount") or 0),
-            ),
+            usage=counted + thoughts,  # thinking tokens are billed as output too
             stop_reason=stop,
             model_id=self.model_id,
         )

@@ -27,6 +27,7 @@ from runtime.models.failures import classify_http
 from runtime.models.tokens import prompt_tokens
 from runtime.models.windows import context_window
 from runtime.spec.models import ScriptedModel, ScriptEntry
+from runtime.structs import encode
 
 
 class ScriptedModelClient:
@@ -115,7 +116,7 @@ def _estimate_usage(request: ModelRequest, text: str | None) -> Usage:
     real provider would count), else a rough one; 4 characters a token for the answer."""
     inputs = request.estimated_tokens
     if not inputs:
-        size = len(request.system) + sum(len(m.model_dump_json()) for m in request.messages[-4:])
+        size = len(request.system) + sum(len(encode(m)) for m in request.messages[-4:])
         inputs = size // 4
     return Usage(input_tokens=max(1, inputs), output_tokens=max(1, len(text or "") // 4))
 

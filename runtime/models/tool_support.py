@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from runtime import structs
 from runtime.errors import ModelError
 from runtime.messages import CLARIFY_TOOL, AssistantMessage, Message, ToolResultMessage, UserMessage
 from runtime.models.base import Model, ModelRequest, ModelResponse, result_text
@@ -47,7 +48,7 @@ def as_plain_chat(messages: list[Message]) -> list[Message]:
             calls = message.tool_calls
             said = [message.text] if message.text else []
             said += [f"[called tool {c.name} with {c.arguments_json()}]" for c in calls]
-            plain.append(message.model_copy(update={"text": "\n".join(said), "tool_calls": []}))
+            plain.append(structs.replace(message, text="\n".join(said), tool_calls=[]))
         elif isinstance(message, ToolResultMessage):
             text = f"[result of tool {message.tool_name}: {result_text(message)}]"
             plain.append(UserMessage(content=text))

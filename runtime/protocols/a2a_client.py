@@ -21,6 +21,7 @@ from typing import Any
 
 from runtime.spec.protocols import RemoteAgent
 from runtime.store.base import ChildRun, RemoteTask
+from runtime.structs import replace
 
 MAX_ANSWER_CHARS = 50_000  # the answer is kept in the asking run's head until it is recorded
 MAX_FAILURES = 3
@@ -90,8 +91,8 @@ async def check(
             return RemoteTask(error=f"could not ask {config.a2a}: {why}")
         failures = task.failures + 1
         if failures >= MAX_FAILURES:
-            return task.model_copy(update={"error": f"lost the remote task: {why}"})
-        return task.model_copy(update={"failures": failures, "checked_at": time.time()})
+            return replace(task, error=f"lost the remote task: {why}")
+        return replace(task, failures=failures, checked_at=time.time())
 
 
 async def answer(
@@ -119,7 +120,7 @@ async def answer(
     last = events[-1] if events else None
     if last is not None and last.HasField("task"):
         return seen(last.task, task)
-    return task.model_copy(update={"question": None, "state": "TASK_STATE_WORKING"})
+    return replace(task, question=None, state="TASK_STATE_WORKING")
 
 
 def _text(message: Any) -> str:
@@ -165,7 +166,7 @@ def seen(found: Any, before: RemoteTask) -> RemoteTask:
         update["error"] = f"the remote task is {state}: {_text(message)[:1000]}"
     elif found.status.state in (pb.TASK_STATE_INPUT_REQUIRED, pb.TASK_STATE_AUTH_REQUIRED):
         update["question"] = {"text": _text(message)[:4000], "data": _data(message.parts)}
-    return before.model_copy(update=update)
+    return replace(before, **update)
 
 
 async def cancel(config: RemoteAgent, task: RemoteTask, secrets: Secrets) -> None:

@@ -13,11 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+import msgspec
 
+from runtime.errors import InvalidRequest
 from runtime.events import Event
 from runtime.messages import Message, Usage
-from runtime.trusted import made, same_fields
+from runtime.structs import Record, load
 
 Status = Literal[
     "running",
@@ -32,16 +33,14 @@ TERMINAL: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
 PAUSED: frozenset[str] = frozenset({"awaiting_approval", "awaiting_input", "awaiting_children"})
 
 
-class Clarification(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Clarification(Record, kw_only=True):
     question: str
     reason: str | None = None
     tool_call_id: str
     expires_at: float = 0.0  # when the question times out (0: runs from before this field)
 
 
-class PendingApproval(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class PendingApproval(Record, kw_only=True):
     tool_call_id: str
     tool_name: str
     inputs: dict[str, Any] | None
@@ -50,12 +49,11 @@ class PendingApproval(BaseModel):
     timeout_seconds: int = 0  # the rule's timeout: picks the state machine's wait state
 
 
-class RemoteTask(BaseModel):
+class RemoteTask(Record, kw_only=True):
     """A remote A2A agent's task answering one ask call (runtime.protocols.a2a_client): what
     the state machine last saw of it. `task_id` is empty until the remote accepted the
     message; `answer` / `error` once it ended; `question` while it waits for input."""
 
-    model_config = ConfigDict(extra="forbid")
     task_id: str = ""
     context_id: str = ""
     state: str = ""  # the A2A TaskState's name
@@ -70,28 +68,25 @@ class RemoteTask(BaseModel):
         return self.answer is not None or self.error is not None
 
 
-class ChildRun(BaseModel):
+class ChildRun(Record, kw_only=True):
     """A sub-agent asked as a tool: its own run, answering one tool call of this run (for a
     remote A2A agent, `remote` holds its task and `run_id` is only the call's own id)."""
 
-    model_config = ConfigDict(extra="forbid")
     tool_call_id: str
     run_id: str
     agent: str
     remote: RemoteTask | None = None
 
 
-class HelpRequest(BaseModel):
+class HelpRequest(Record, kw_only=True):
     """A sub-agent handed the conversation back with `request_help`; shown to the supervisor
     until it answers."""
 
-    model_config = ConfigDict(extra="forbid")
     agent: str
     reason: str
 
 
-class ApprovalDecision(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ApprovalDecision(Record, kw_only=True):
     approved: bool
     reason: str | None = None
     edited_inputs: dict[str, Any] | None = None
@@ -108,33 +103,27 @@ class ApprovalDecision(BaseModel):
         )
 
 
-class Spend(BaseModel):
+class Spend(Record, kw_only=True):
     """Tokens (input and output) and US dollars: what budgets count."""
 
-    model_config = ConfigDict(extra="forbid")
     tokens: int = 0
     cost_usd: float = 0.0
 
     def __add__(self, other: Spend) -> Spend:
         return Spend(tokens=self.tokens + other.tokens, cost_usd=self.cost_usd + other.cost_usd)
 
-    def __eq__(self, other: object) -> bool:
-        return same_fields(self, other)  # pydantic's answer, faster (runtime.trusted)
 
-
-class SessionState(BaseModel):
+class SessionState(Record, kw_only=True):
     """Who has a session's conversation and what its finished runs spent."""
 
-    model_config = ConfigDict(extra="forbid")
-    chain: list[str] = Field(default_factory=list)
-    spent: Spend = Field(default_factory=Spend)
+    chain: list[str] = msgspec.field(default_factory=list)
+    spent: Spend = msgspec.field(default_factory=Spend)
 
 
-class ContextState(BaseModel):
+class ContextState(Record, kw_only=True):
     """What compaction has done to the run's context (runtime.engine.context). The prompt is
     derived from this and the persisted messages: nothing pruned is ever rewritten."""
 
-    model_config = ConfigDict(extra="forbid")
     base: int = 0  # first message sent (and loaded); those before it are in the summary
     summary_seq: int | None = None  # the summary in force (a SummaryMessage at seq >= base)
     pruned_before: int = 0  # tool results before this seq are sent as cache placeholders
@@ -142,60 +131,31 @@ class ContextState(BaseModel):
     changed_at: int = 0  # msg_seq when this last changed: answers before it saw another view
     compactions: int = 0
     failures: int = 0  # compactions that did not bring the prompt under the threshold
-    answers_before: dict[str, int] = Field(default_factory=dict)  # per agent, before `base`
-
-    def __eq__(self, other: object) -> bool:
-        return same_fields(self, other)  # pydantic's answer, faster (runtime.trusted)
+    answers_before: dict[str, int] = msgspec.field(default_factory=dict)  # per agent, before `base`
 
 
-class HookProgress(BaseModel):
+class HookProgress(Record, kw_only=True):
     """How far the automatic hooks of one tool call (keyed by its id) or of the run's start
     (`@run_start`) have got, committed after each hook that was asked (http, python,
     lambda) so that a crash never asks one twice: rule hooks are simply evaluated again."""
 
-    model_config = ConfigDict(extra="forbid")
     done: int = 0  # hooks of the chain already applied
     denied: str | None = None  # why a hook denied (the chain stops there)
     arguments: dict[str, Any] | None = None  # the arguments as hooks replaced them
 
 
-class TraceRef(BaseModel):
+class TraceRef(Record, kw_only=True):
     """Where a run's spans go (runtime.observability.tracing): one trace for the whole run,
     whichever process advances it after whatever pause. `span_id` is the run's root span,
     emitted when the run ends, under `parent_span_id` (a child run: its parent's root)."""
 
-    model_config = ConfigDict(extra="forbid")
     trace_id: str  # 32 hex digits, the first 8 the start's epoch seconds (X-Ray accepts it)
     span_id: str  # 16 hex digits
     parent_span_id: str | None = None
 
 
-def _no_usage() -> Usage:
-    """Usage() without validation: the head's defaults are made again on every commit (its
-    serialisation leaves them out by comparing), so their factories are on the hot path."""
-    return made(Usage, {"input_tokens": 0, "output_tokens": 0})
-
-
-def _no_spend() -> Spend:
-    return made(Spend, {"tokens": 0, "cost_usd": 0.0})
-
-
-_CONTEXT_DEFAULTS = {n: f.default for n, f in ContextState.model_fields.items()}
-_CONTEXT_FACTORIES = [(n, f.default_factory) for n, f in ContextState.model_fields.items()]
-
-
-def _no_context() -> ContextState:
-    values = dict(_CONTEXT_DEFAULTS)
-    for name, factory in _CONTEXT_FACTORIES:
-        if factory is not None:
-            values[name] = factory()  # type: ignore[call-arg]
-    return made(ContextState, values)
-
-
-class RunHead(BaseModel):
+class RunHead(Record, kw_only=True):
     """The small, bounded record of a run: everything but its messages and events."""
-
-    model_config = ConfigDict(extra="forbid")
 
     run_id: str
     agent: str
@@ -207,7 +167,7 @@ class RunHead(BaseModel):
     answers: int = 0  # persisted model answers (the scripted provider's index)
     msg_seq: int = 0  # next message number
     event_seq: int = 0  # next event number
-    usage: Usage = Field(default_factory=_no_usage)
+    usage: Usage = msgspec.field(default_factory=Usage)
     model_used: str | None = None
     spec_hash: str
     agent_hash: str
@@ -216,14 +176,14 @@ class RunHead(BaseModel):
     expires_at: int
     lease_owner: str | None = None
     lease_until: float = 0.0
-    started_calls: list[str] = Field(default_factory=list)  # at_most_once calls begun
+    started_calls: list[str] = msgspec.field(default_factory=list)  # at_most_once calls begun
     continuations: int = 0  # in the current answer (token-limit cuts)
     truncated: bool = False  # the final answer was still cut off after every continuation
     corrections: int = 0  # output-schema retries
     clarification: Clarification | None = None
-    pending_approval: list[PendingApproval] = Field(default_factory=list)
-    decisions: dict[str, ApprovalDecision] = Field(default_factory=dict)
-    hook_decisions: dict[str, HookProgress] = Field(default_factory=dict)  # hooks.py
+    pending_approval: list[PendingApproval] = msgspec.field(default_factory=list)
+    decisions: dict[str, ApprovalDecision] = msgspec.field(default_factory=dict)
+    hook_decisions: dict[str, HookProgress] = msgspec.field(default_factory=dict)  # hooks.py
     task_token: str | None = None  # of the wait state that waits for this run, until used
     generation: int = 0  # the run's current Step Functions execution: 0 is named run_id
     sweep_after: float = 0.0  # when the sweeper should look at a non-terminal run (items.py)
@@ -236,26 +196,28 @@ class RunHead(BaseModel):
     result_ref: str | None = None
     parent_run_id: str | None = None
     parent_call_id: str | None = None  # the parent's ask_<agent> call this run answers
-    warnings: list[str] = Field(default_factory=list)  # e.g. an MCP server was unreachable
+    warnings: list[str] = msgspec.field(default_factory=list)  # e.g. an MCP server was unreachable
     trigger: dict[str, str] | None = None  # what started it: {name, kind, event_id} (#28)
     # ---- teams (multi-agent) ----
     #: Handoffs in force: the entry agent, then each agent the conversation was transferred
     #: to. The last one is active; the one before it is its supervisor. Empty: `agent` alone.
-    chain: list[str] = Field(default_factory=list)
+    chain: list[str] = msgspec.field(default_factory=list)
     depth: int = 0  # delegations above this run (0 for a run the caller started)
-    ancestors: list[str] = Field(default_factory=list)  # agents up the tree of asking runs
-    children: list[ChildRun] = Field(default_factory=list)  # asked in the current step
+    ancestors: list[str] = msgspec.field(default_factory=list)  # agents up the tree of asking runs
+    children: list[ChildRun] = msgspec.field(default_factory=list)  # asked in the current step
     help_request: HelpRequest | None = None
-    agent_path: list[str] = Field(default_factory=list)  # who handled the run, in order
-    usage_by_agent: dict[str, Usage] = Field(default_factory=dict)
+    agent_path: list[str] = msgspec.field(default_factory=list)  # who handled the run, in order
+    usage_by_agent: dict[str, Usage] = msgspec.field(default_factory=dict)
     turn_budget: int | None = None  # a child's share of its parent's max_turns
     max_turns: int | None = None  # the caller's limit for this run (under the agent's own)
-    context: ContextState = Field(default_factory=_no_context)
+    context: ContextState = msgspec.field(default_factory=ContextState)
     # ---- cost and budgets ----
     cost_usd: float = 0.0  # the whole team's, children and summaries included
-    cost_by_model: dict[str, float] = Field(default_factory=dict)
-    cost_by_agent: dict[str, float] = Field(default_factory=dict)
-    session_spent: Spend = Field(default_factory=_no_spend)  # earlier runs', when this one began
+    cost_by_model: dict[str, float] = msgspec.field(default_factory=dict)
+    cost_by_agent: dict[str, float] = msgspec.field(default_factory=dict)
+    session_spent: Spend = msgspec.field(
+        default_factory=Spend
+    )  # earlier runs', when this one began
     budget_left: Spend | None = None  # a child's: what its parent's budget had left for it
     trace: TraceRef | None = None  # set at the start when deployment.telemetry is on
     # ---- workflows ----
@@ -282,6 +244,18 @@ class RunHead(BaseModel):
     def delegation_depth(self) -> int:
         """Delegations from the caller to the active agent (handoffs and asks)."""
         return self.depth + max(0, len(self.chain) - 1)
+
+
+def new_head(**values: Any) -> RunHead:
+    """A run's first head, validated: what it starts with comes from outside (a request, a
+    trigger, a workflow step, a parent's call), and what is wrong is said here (an
+    InvalidRequest naming the field), not stored. Coerced as pydantic's lax mode did
+    (`created_at` from a whole-second clock is a float, as stored)."""
+    try:
+        return load(RunHead, values, strict=False)
+    except msgspec.ValidationError as exc:
+        field = str(exc).rpartition("$.")[2].rstrip("`") or None
+        raise InvalidRequest(f"invalid run: {exc}", field=field) from None
 
 
 @dataclass

@@ -37,6 +37,7 @@ from typing import Any
 
 from runtime.store import records
 from runtime.store.base import TERMINAL, BlobStore, Commit, RunHead, SessionState, Spend
+from runtime.structs import dump, encode, load
 
 SWEEP_INDEX = "sweep"
 SWEEP_SHARDS = 16
@@ -128,14 +129,11 @@ def commit_items(commit: Commit, blobs: BlobStore) -> CommitItems:
         # Who has the session's conversation now: the next run starts with them.
         pk, sk = session_state_key(head.agent, head.session_id)
         spent = head.session_spent + head.spent  # the session's runs, this one included
-        doc = json.dumps({"chain": head.chain, "run_id": head.run_id, "spent": spent.model_dump()})
+        doc = json.dumps({"chain": head.chain, "run_id": head.run_id, "spent": dump(spent)})
         upserts.append({"pk": pk, "sk": sk, "expires_at": head.expires_at, "doc": doc})
     indexed = head.sweep_indexed
     wanted = "" if head.status in TERMINAL else sweep_at(head.sweep_after)
-    # The record says what the index holds once it is written. (Pydantic's setattr, without
-    # its Python dispatch: a head has no assignment validation; every commit does this.)
-    head.__dict__["sweep_indexed"] = wanted
-    head.__pydantic_fields_set__.add("sweep_indexed")
+    head.sweep_indexed = wanted  # the record says what the index holds once it is written
     index = index_item(head) if upserts or wanted != indexed else None
     first = bool(wanted) and (not indexed or wanted < indexed)
     record = records.record_item(head, commit.messages, commit.events, blobs, attempt)
@@ -146,7 +144,8 @@ def decode_session_state(item: Item | None) -> SessionState:
     if item is None:
         return SessionState()
     doc = json.loads(item["doc"])
-    return SessionState(chain=doc.get("chain") or [], spent=Spend(**(doc.get("spent") or {})))
+    spent = load(Spend, doc.get("spent") or {}, strict=False)
+    return SessionState(chain=load(list[str], doc.get("chain") or []), spent=spent)
 
 
 def marker_run_ids(items: Iterable[Item]) -> Iterator[str]:
@@ -171,5 +170,5 @@ def workflow_key(workflow_run_id: str) -> tuple[str, str]:
 def workflow_item(run: Any) -> Item:
     """A workflow run's item (runtime.workflows.records.WorkflowRun)."""
     pk, sk = workflow_key(run.workflow_run_id)
-    doc = run.model_dump_json()
+    doc = encode(run)
     return {"pk": pk, "sk": sk, "version": run.version, "expires_at": run.expires_at, "doc": doc}

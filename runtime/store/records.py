@@ -25,11 +25,13 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from pydantic import TypeAdapter
+import msgspec
 
 from runtime.events import Event
 from runtime.messages import Message, UserMessage, as_earlier, message_from_dict
 from runtime.store.base import BlobStore, RunHead
+from runtime.structs import dump_changed, dump_set, encode, load, load_json
+from runtime.structs import prepare as prepare_types
 
 BODY_LIMIT = 8 * 1024
 PREVIEW = 1024
@@ -44,23 +46,21 @@ def record_sk(event_seq: int, version: int) -> str:
 
 
 def head_doc(head: RunHead) -> str:
-    """The head as stored: fields at their defaults are left out (a head under 1 KB).
-
-    `head.model_dump_json(exclude_defaults=True)`, a third faster (two heads a turn): only
-    the fields ever set are looked at (a field never set holds its default: no code changes
-    a head's value in place, every change is a copy or an assignment, which mark the field
-    set), and pydantic's serializer is called without its Python wrapper. tests/conftest.py
-    checks every head any test commits against the plain call."""
-    return _HEAD_JSON.to_json(
-        head, include=head.__pydantic_fields_set__, exclude_defaults=True
-    ).decode()
+    """The head as stored: fields at their defaults are left out (a head under 1 KB), as
+    pydantic's `exclude_defaults` wrote it (runtime.structs.dump_changed). tests/conftest.py
+    reads every head any test commits back, validated, and checks it is the same head."""
+    return encode(dump_changed(head))
 
 
-_HEAD_JSON = RunHead.__pydantic_serializer__
+def prepare() -> None:
+    """What the first commit and read of a run work out about its records, worked out now
+    (runtime.structs.prepare; handlers.snapshot calls it before a SnapStart snapshot)."""
+    prepare_types(RunHead, Message, Event)
 
 
 def decode_head(item: Item) -> RunHead:
-    return RunHead.model_validate_json(item["doc"])
+    """The stored head, validated (coerced as pydantic's lax mode read it)."""
+    return load_json(RunHead, item["doc"], strict=False)
 
 
 def version_of(item: Item) -> int:
@@ -99,13 +99,13 @@ def record_item(
     }
     msgs = []
     for seq, message in messages:
-        # model_dump_json(exclude_none=True): pydantic's serializer, without its wrapper
-        doc = message.__pydantic_serializer__.to_json(message, exclude_none=True).decode()
-        if len(doc.encode()) <= BODY_LIMIT:
+        raw = msgspec.json.encode(dump_set(message))  # without its unset optional fields
+        doc = raw.decode()
+        if len(raw) <= BODY_LIMIT:
             msgs.append(doc)
             continue
         earlier = as_earlier(message)
-        short = earlier.model_dump_json(exclude_none=True) if earlier is not message else None
+        short = encode(dump_set(earlier)) if earlier is not message else None
         msgs.append(_entry(doc, f"bodies/{run}/M{seq:06d}.{attempt()}.json", blobs, short))
     content = {"msgs": "[" + ",".join(msgs) + "]", "evs": _events_json(events, run, blobs, attempt)}
     if sum(len(v) for v in content.values()) > RECORD_LIMIT:
@@ -117,23 +117,17 @@ def record_item(
     return item
 
 
-#: A list of events to JSON: the serializer itself (TypeAdapter.dump_json's wrapper cost as
-#: much as the work for a commit's few events).
-_EVENTS_JSON = TypeAdapter(list[Event]).serializer
-
-
 def _events_json(
     events: list[Event], run: str, blobs: BlobStore, attempt: Callable[[], str]
 ) -> str:
     """The events as a JSON list: in one pass when all of them are under BODY_LIMIT
     together (the same text as one by one, at half the cost), else each offloaded as
     needed."""
-    together = _EVENTS_JSON.to_json(events)
+    together = msgspec.json.encode(events)
     if len(together) <= BODY_LIMIT:
         return together.decode()
     entries = [
-        _entry(e.model_dump_json(), f"bodies/{run}/E{e.seq:08d}.{attempt()}.json", blobs)
-        for e in events
+        _entry(encode(e), f"bodies/{run}/E{e.seq:08d}.{attempt()}.json", blobs) for e in events
     ]
     return "[" + ",".join(entries) + "]"
 
@@ -166,7 +160,7 @@ def record_messages(item: Item, blobs: BlobStore, *, earlier: bool = False) -> l
 
 
 def record_events(item: Item, blobs: BlobStore) -> list[Event]:
-    return [Event.model_validate(_body(e, blobs)) for e in _content(item, blobs, "evs")]
+    return [load(Event, _body(e, blobs), strict=False) for e in _content(item, blobs, "evs")]
 
 
 def message_bodies(item: Item) -> list[dict[str, Any]]:

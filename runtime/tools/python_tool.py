@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import sys
 import types
 import typing
 from concurrent.futures import Executor
@@ -90,9 +91,15 @@ def _hints(func: Any) -> dict[str, Any]:
 
 
 def _is_model(annotation: Any) -> bool:
-    from pydantic import BaseModel
-
-    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+    """Whether a parameter takes a pydantic model. A model class exists only once its module
+    imported pydantic: without it loaded, no parameter is one (a step of agents whose tools
+    take plain values never imports pydantic for them)."""
+    pydantic = sys.modules.get("pydantic")
+    return (
+        pydantic is not None
+        and isinstance(annotation, type)
+        and issubclass(annotation, pydantic.BaseModel)
+    )
 
 
 def schema_from_signature(func: Any) -> dict[str, Any]:
@@ -157,12 +164,41 @@ def plain(output: Any) -> Any:
     depth) by their fields, text as it is; anything else as it is (rendered with str())."""
     if output is None or isinstance(output, str | int | float | bool):
         return output
+    copied = _json_copy(output)
+    if copied is not _NOT_JSON:  # plain JSON data, the common case: no pydantic to load
+        return copied
     from pydantic_core import PydanticSerializationError, to_jsonable_python
 
     try:
         return to_jsonable_python(output)
     except PydanticSerializationError:
         return output
+
+
+_NOT_JSON: Any = object()
+
+
+def _json_copy(value: Any) -> Any:
+    """A copy of `value` when it is plain JSON data (dicts with string keys, lists, strings,
+    numbers, booleans, None; exact types), which is what to_jsonable_python makes of it;
+    _NOT_JSON when it holds anything else (left to pydantic: models, dataclasses, tuples,
+    enums, dates...)."""
+    kind = type(value)
+    if kind is dict:
+        copy = {}
+        for key, item in value.items():
+            inner = _json_copy(item)
+            if type(key) is not str or inner is _NOT_JSON:
+                return _NOT_JSON
+            copy[key] = inner
+        return copy
+    if kind is list:
+        items = [_json_copy(item) for item in value]
+        return _NOT_JSON if any(i is _NOT_JSON for i in items) else items
+    return value if value is None or kind in _JSON_SCALARS else _NOT_JSON
+
+
+_JSON_SCALARS = (str, int, float, bool)
 
 
 def python_tool(

@@ -10,9 +10,10 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+import msgspec
 
 from runtime.naming import TAG_LENGTH, agent_tag
+from runtime.structs import Record
 
 WorkflowStatus = Literal["running", "succeeded", "failed", "cancelled"]
 StepStatus = Literal["pending", "running", "succeeded", "failed", "skipped"]
@@ -20,39 +21,33 @@ WORKFLOW_TERMINAL = ("succeeded", "failed", "cancelled")
 MAX_INPUT_CHARS = 64_000  # the workflow's input lives in its item
 
 
-class StepRun(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class StepRun(Record, kw_only=True):
     index: int  # the branch, the element of a map, 0 otherwise
     agent: str
     run_id: str
     attempt: int = 0
 
 
-class StepState(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class StepState(Record, kw_only=True):
     status: StepStatus = "pending"
     iteration: int = 0  # a loop's current pass (0-based)
     count: int = 0  # runs this pass: branches, elements, or 1
-    runs: list[StepRun] = Field(default_factory=list)  # this pass's latest attempt of each
-    attempts: dict[int, int] = Field(default_factory=dict)  # index → retries used
-    skipped: list[int] = Field(default_factory=list)  # branches whose `when` was false
+    runs: list[StepRun] = msgspec.field(default_factory=list)  # this pass's latest attempt of each
+    attempts: dict[int, int] = msgspec.field(default_factory=dict)  # index → retries used
+    skipped: list[int] = msgspec.field(default_factory=list)  # branches whose `when` was false
     until_met: bool | None = None  # a loop: whether it ended by its condition
     result_ref: str | None = None  # an llm step: the object holding its answer
     error_code: str | None = None
     error_message: str | None = None
 
 
-class WorkflowRun(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class WorkflowRun(Record, kw_only=True):
     workflow_run_id: str
     workflow: str
     status: WorkflowStatus = "running"
     version: int = 0
     input: Any = None
-    steps: dict[str, StepState] = Field(default_factory=dict)
+    steps: dict[str, StepState] = msgspec.field(default_factory=dict)
     created_at: float
     updated_at: float
     expires_at: int

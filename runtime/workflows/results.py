@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from runtime.engine.result import final_result
 from runtime.errors import RunNotFound
 from runtime.spec.workflows import WorkflowConfig, WorkflowStep
+from runtime.structs import dump
 from runtime.workflows.records import StepState, WorkflowRun
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ def workflow_view(run: WorkflowRun, config: WorkflowConfig, engine: Engine) -> d
             status: str = "starting"
             with contextlib.suppress(RunNotFound):
                 status = engine.store.load_head(step_run.run_id).status
-            runs.append({**step_run.model_dump(), "status": status})
+            runs.append({**dump(step_run), "status": status})
         entry: dict[str, Any] = {
             "id": step.id,
             "kind": step.kind,

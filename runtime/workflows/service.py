@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from runtime.errors import InvalidRequest, RunNotFound, StateConflict, WrongState
 from runtime.safety.schema_check import SchemaViolation, check
 from runtime.spec.workflows import WorkflowConfig, WorkflowStep
+from runtime.structs import load_json
 from runtime.workflows.records import (
     MAX_INPUT_CHARS,
     WORKFLOW_TERMINAL,
@@ -118,7 +119,7 @@ class WorkflowService(StepTasks):
             raise InvalidRequest(
                 f"no workflow run {workflow_run_id!r}", field="workflow_run_id", not_found=True
             ) from None
-        return WorkflowRun.model_validate_json(stored)
+        return load_json(WorkflowRun, stored, strict=False)
 
     # ---- the state machine's tasks -------------------------------------------------------
 

@@ -17,6 +17,7 @@ from infra.local.embedded_stack import EmbeddedStack
 from runtime.errors import InvalidRequest
 from runtime.service import RunService
 from runtime.spec import AgentfnSpec
+from runtime.structs import replace
 from tests.helpers import DEMO_SPEC, wait_for
 
 DEMO: AgentfnSpec = validate_file(DEMO_SPEC).spec  # type: ignore[assignment]
@@ -202,7 +203,7 @@ def test_a_long_run_continues_in_a_fresh_execution(monkeypatch: pytest.MonkeyPat
         # the head commits before the execution's last state ends: wait for the execution
         assert _execution_done(stack, run_id, timeout=30)["status"] == "SUCCEEDED"  # current one
         first = stack.service.sfn.describe_execution(
-            executionArn=stack.service._execution_arn(head.model_copy(update={"generation": 0}))
+            executionArn=stack.service._execution_arn(replace(head, generation=0))
         )
         assert first["status"] == "SUCCEEDED"  # it ended by continuing, not by failing
 

@@ -107,7 +107,7 @@ def test_build_stages_only_what_runs(tmp_path: Path) -> None:
         assert config["python"] == "3.13" and config["architecture"] == "arm64"
         assert (folder / "Makefile").exists() and (folder / "layer_build.py").exists()
     assert wanted == {
-        "dependencies": {"pydantic", "httpx", "fastjsonschema"},
+        "dependencies": {"pydantic", "msgspec", "httpx", "fastjsonschema"},
         "powertools": {"aws-lambda-powertools"},
         "powertools-api": {"aws-lambda-powertools"},
         "mcp": {"mcp"},

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from infra.local.aws import AwsClients, embedded_aws
+from runtime.structs import replace
 
 TABLE = "agentfn-local"
 
@@ -131,16 +132,12 @@ def test_the_store_commit_that_loses_a_race_writes_none_of_its_items(aws: AwsCli
     head = Engine(spec, store, clock=FakeClock()).start("a", "hi")
     stored = store.load_head(head.run_id)
     # someone else commits the next version after it was read
-    newer = stored.model_copy(update={"version": stored.version + 1})
+    newer = replace(stored, version=stored.version + 1)
     store.commit(Commit(head=newer, expected_version=stored.version))
     stale = Commit(
         # Finishing: the commit also overwrites the run's marker and writes the session's.
-        head=stored.model_copy(
-            update={
-                "version": stored.version + 1,
-                "status": "succeeded",
-                "msg_seq": stored.msg_seq + 1,
-            }
+        head=replace(
+            stored, version=stored.version + 1, status="succeeded", msg_seq=stored.msg_seq + 1
         ),
         expected_version=stored.version,
         messages=[(stored.msg_seq, UserMessage(content="never written"))],

@@ -13,6 +13,7 @@ import pytest
 
 from runtime.messages import AssistantMessage, ToolResultMessage
 from runtime.store.memory import MemoryStore
+from runtime.structs import dump
 from tests.helpers import ROOT
 from tests.runtime.engine.hook_kit import (
     event_types,
@@ -351,7 +352,7 @@ def test_on_run_complete_fires_once_and_its_failure_does_not_fail_the_run() -> N
     asyncio.run(engine.advance(head.run_id))  # a finished run: nothing fires again
     (fired,) = seen("on_run_complete")
     head = engine.store.load_head(head.run_id)
-    assert fired["response"] == "all done" and fired["usage"] == head.usage.model_dump()
+    assert fired["response"] == "all done" and fired["usage"] == dump(head.usage)
     assert head.status == "succeeded"
     ok, failed = hook_events(engine, head.run_id)
     assert ok.get("error") is None and "kaboom" in failed["error"]

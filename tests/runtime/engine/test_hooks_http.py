@@ -14,6 +14,7 @@ from runtime.clock import FakeClock
 from runtime.engine.loop import Engine
 from runtime.store.base import Commit
 from runtime.store.memory import MemoryStore
+from runtime.structs import encode
 from tests.runtime.engine.hook_kit import event_types, hook_events, hooked, results
 from tests.runtime.engine.hook_server import HookServer, allow, hook_server
 from tests.runtime.engine.kit import CALLS, call, new_engine, run
@@ -258,9 +259,9 @@ def test_a_secret_echoed_by_the_hook_is_redacted_from_everything_committed(
     assert server.received[0].headers["authorization"] == f"Bearer {TOKEN}"
     head = engine.store.load_head(head.run_id)
     committed = [
-        head.model_dump_json(),
-        *(m.model_dump_json() for m in engine.store.load_messages(head)),
-        *(e.model_dump_json() for e in engine.store.list_events(head.run_id, limit=1000)),
+        encode(head),
+        *(encode(m) for m in engine.store.load_messages(head)),
+        *(encode(e) for e in engine.store.list_events(head.run_id, limit=1000)),
         str(engine.result(head.run_id)),
     ]
     assert all(TOKEN not in text for text in committed)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from runtime.spec import AgentfnSpec
+from runtime.structs import encode
 from tests.runtime.engine.kit import new_engine
 from tests.runtime.tools.local_http import serve
 
@@ -77,4 +78,4 @@ def test_an_http_tool_call_reaches_the_server_once_with_run_and_call_as_idempote
         assert account["output"]["body"]["path"] == "/accounts/CUST%2042"
         assert blocked["success"] is False and "refused" in blocked["output"]["error"]
         messages = engine.store.load_messages(head)
-        assert all("s3cret-value" not in m.model_dump_json() for m in messages)
+        assert all("s3cret-value" not in encode(m) for m in messages)

@@ -11,6 +11,7 @@ from runtime.clock import FakeClock
 from runtime.errors import TransientModelError
 from runtime.messages import AssistantMessage, ToolResultMessage, UserMessage
 from runtime.models.base import ModelRequest, ModelResponse
+from runtime.structs import encode
 from tests.runtime.engine.kit import CALLS, call, make_spec, new_engine, run
 
 
@@ -432,7 +433,7 @@ def test_the_last_answer_is_persisted_with_the_model_that_gave_it() -> None:
     head = run(engine)
     messages = engine.store.load_messages(head)
     assert isinstance(messages[-1], AssistantMessage) and messages[-1].model == "m"
-    assert json.loads(messages[-1].model_dump_json())["turn"] == 1
+    assert json.loads(encode(messages[-1]))["turn"] == 1
 
 
 def test_an_answer_still_cut_off_after_three_continuations_is_marked_truncated() -> None:

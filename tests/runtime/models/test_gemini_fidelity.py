@@ -19,6 +19,7 @@ from runtime.models.gemini import PLACEHOLDER_SIGNATURE
 from runtime.models.gemini_schema import gemini_parameters
 from runtime.models.retry import request_with_fallbacks
 from runtime.spec.models import RetrySettings
+from runtime.structs import replace
 from tests.runtime.models.mock_wire import MockWire, text_answer
 
 ANSWER = text_answer("gemini")
@@ -299,14 +300,11 @@ def test_gemini_3_gets_the_documented_placeholder_on_calls_another_model_made() 
 
 
 def test_a_signature_gemini_gave_is_never_replaced_and_older_models_get_no_placeholder() -> None:
-    own = FOREIGN_TURN.model_copy(
-        update={
-            "tool_calls": [
-                FOREIGN_TURN.tool_calls[0].model_copy(
-                    update={"provider_data": {"thoughtSignature": "real"}}
-                )
-            ]
-        }
+    own = replace(
+        FOREIGN_TURN,
+        tool_calls=[
+            replace(FOREIGN_TURN.tool_calls[0], provider_data={"thoughtSignature": "real"})
+        ],
     )
     result = ToolResultMessage(tool_call_id="toolu_01", tool_name="get_weather", content="18C")
     assert (

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from runtime import structs
 from runtime.errors import ModelError, TransientModelError
 from runtime.messages import AssistantMessage, Message, ToolCall, ToolResultMessage, UserMessage
 from runtime.models.base import ModelRequest, ToolSpec
@@ -67,7 +68,7 @@ def neutral(wire: dict[str, Any]) -> ModelRequest:
             names[call.id] = call.name
             last = messages[-1] if messages else None
             if isinstance(last, AssistantMessage):
-                messages[-1] = last.model_copy(update={"tool_calls": [*last.tool_calls, call]})
+                messages[-1] = structs.replace(last, tool_calls=[*last.tool_calls, call])
             else:
                 messages.append(AssistantMessage(text=None, tool_calls=[call]))
         elif kind == "function_call_output":

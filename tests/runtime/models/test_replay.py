@@ -23,6 +23,7 @@ from runtime.errors import ModelError, TransientModelError
 from runtime.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 from runtime.models.base import ModelRequest, ModelResponse, ToolSpec
 from runtime.models.failures import QuotaExhausted, ToolsUnsupported
+from runtime.structs import replace
 from tests.runtime.models.recordings import (
     FIXTURES,
     Recording,
@@ -143,10 +144,7 @@ WITH_TOOL_CALLS = [r for r in RECORDINGS if r.status == 200 and r.expect.get("to
 def follow_up(request: ModelRequest, answer: ModelResponse) -> tuple[ModelRequest, list[ToolCall]]:
     """The next turn as the engine builds it: the answer (calls without an id get one, as
     the engine's own_call_ids does), then one result per call, in order."""
-    calls = [
-        c if c.id else c.model_copy(update={"id": f"call_{i}"})
-        for i, c in enumerate(answer.tool_calls)
-    ]
+    calls = [c if c.id else replace(c, id=f"call_{i}") for i, c in enumerate(answer.tool_calls)]
     results = [
         ToolResultMessage(tool_call_id=c.id, tool_name=c.name, content=f"result {i}")
         for i, c in enumerate(calls)

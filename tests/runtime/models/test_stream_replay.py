@@ -16,6 +16,7 @@ import pytest
 
 from runtime.errors import ModelError, TransientModelError
 from runtime.models.base import ModelRequest, ModelResponse
+from runtime.structs import dump
 from tests.aws_eventstream import event as aws_event
 from tests.aws_eventstream import exception as aws_exception
 from tests.runtime.models.recordings import Recording, Replay
@@ -77,7 +78,7 @@ def _view(answer: ModelResponse) -> dict[str, Any]:
     return {
         "text": answer.text,
         "calls": [call_view(c) for c in answer.tool_calls],
-        "usage": answer.usage.model_dump(),
+        "usage": dump(answer.usage),
         "stop": answer.stop_reason,
     }
 

@@ -18,6 +18,7 @@ from runtime.messages import AssistantMessage, ImagePart, ToolCall, ToolResultMe
 from runtime.models.base import ModelRequest, ToolSpec
 from runtime.models.bedrock import BedrockConverseModel
 from runtime.spec.models import BedrockModel
+from runtime.structs import replace
 from tests.runtime.models.mock_wire import MockWire, text_answer
 
 PNG_BYTES = b"\x89PNG\r\n\x1a\n"
@@ -164,6 +165,6 @@ def test_other_bedrock_models_get_neither_field_they_reject_and_read_the_error_i
 
 def test_bedrock_never_sends_a_blank_tool_result(client: Any, stubber: Stubber) -> None:
     """Converse rejects blank text blocks, and an error result without content."""
-    empty = MCP_ERROR.model_copy(update={"content": ""})
+    empty = replace(MCP_ERROR, content="")
     result = bedrock_result(client, stubber, "us.anthropic.claude-sonnet-4-20250514-v1:0", empty)
     assert result["content"] == [{"text": "(no output)"}]

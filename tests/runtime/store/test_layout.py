@@ -18,6 +18,7 @@ from runtime.messages import ToolResultMessage, UserMessage
 from runtime.spec import AgentfnSpec
 from runtime.store.dynamo import DynamoStore
 from runtime.store.memory import MemoryStore
+from runtime.structs import dump, replace
 from tests.runtime.engine.kit import call, make_spec, new_engine
 
 BIG = "x" * 20_000  # over the inline body limit: the message body goes to S3
@@ -166,7 +167,7 @@ def test_offloaded_tool_outputs_reach_later_runs_without_reading_s3() -> None:
     original = store.blobs.get
     store.blobs.get = lambda key: reads.append(key) or original(key)  # type: ignore[method-assign]
     history = store.session_history(
-        store.load_head(first.run_id).model_copy(update={"run_key": "9" * 13 + "-z"}), 50
+        replace(store.load_head(first.run_id), run_key="9" * 13 + "-z"), 50
     )
     results = [m for m in history if isinstance(m, ToolResultMessage)]
     assert results and "earlier output shortened from" in results[0].content
@@ -231,7 +232,7 @@ def test_a_runs_result_is_one_query_and_the_same_as_head_then_messages() -> None
         apart = store.load_messages(store.load_head(head.run_id))
         together = store.load_run(head.run_id)
         assert together[0] == store.load_head(head.run_id)
-        assert [m.model_dump() for m in together[1]] == [m.model_dump() for m in apart]
+        assert [dump(m) for m in together[1]] == [dump(m) for m in apart]
         assert result["result"] == "found it" and len(apart) == 4
         with pytest.raises(RunNotFound):
             store.load_run("a-missing-run")

@@ -18,6 +18,7 @@ from runtime.errors import StateConflict
 from runtime.store.base import Commit
 from runtime.store.dynamo import DynamoStore
 from runtime.store.memory import MemoryStore
+from runtime.structs import encode, replace
 from tests.runtime.engine.kit import call, make_spec
 
 TURNS = 5
@@ -88,8 +89,8 @@ def test_two_commits_from_one_head_only_the_first_is_stored(kind: str) -> None:
     with embedded_aws() as clients:
         store: Any = MemoryStore() if kind == "memory" else clients.store()
         head = Engine(SPEC, store, clock=FakeClock()).start("a", "go")
-        first = head.model_copy(update={"version": head.version + 1, "turn": 1})
-        second = head.model_copy(update={"version": head.version + 1, "turn": 2})
+        first = replace(head, version=head.version + 1, turn=1)
+        second = replace(head, version=head.version + 1, turn=2)
         store.commit(Commit(head=first, expected_version=head.version))
         with pytest.raises(StateConflict):
             store.commit(Commit(head=second, expected_version=head.version))
@@ -130,9 +131,7 @@ def test_a_commit_too_large_for_one_item_keeps_its_content_in_s3() -> None:
         store = clients.store()
         head = Engine(SPEC, store, clock=FakeClock()).start("a", "go")
         texts = [f"{n}" + "y" * 7000 for n in range(12)]  # each inline-sized, 84 KB in all
-        new = head.model_copy(
-            update={"version": head.version + 1, "msg_seq": head.msg_seq + len(texts)}
-        )
+        new = replace(head, version=head.version + 1, msg_seq=head.msg_seq + len(texts))
         numbered = [(head.msg_seq + i, UserMessage(content=t)) for i, t in enumerate(texts)]
         store.commit(Commit(head=new, expected_version=head.version, messages=numbered))
         item = clients.dynamodb.query(
@@ -167,9 +166,7 @@ def test_events_are_kept_inline_unless_one_alone_is_over_the_body_limit(sizes: l
         )
         for i, n in enumerate(sizes)
     ]
-    new = head.model_copy(
-        update={"version": head.version + 1, "event_seq": head.event_seq + len(events)}
-    )
+    new = replace(head, version=head.version + 1, event_seq=head.event_seq + len(events))
     store.commit(Commit(head=new, expected_version=head.version, events=events))
     assert store.list_events(head.run_id, after=head.event_seq - 1) == events
     offloaded = [key for key in store.blobs.objects if key.startswith(f"bodies/{head.run_id}/E")]
@@ -180,5 +177,5 @@ def test_events_are_kept_inline_unless_one_alone_is_over_the_body_limit(sizes: l
             max(k for p, k in store.items if p == "RUN#" + head.run_id and k.startswith("T#")),
         )
     ]
-    inline = [e.model_dump_json() for e in events if 2 * len(e.data["reason"]) <= BODY_LIMIT]
+    inline = [encode(e) for e in events if 2 * len(e.data["reason"]) <= BODY_LIMIT]
     assert all(doc in record["evs"] for doc in inline)
