@@ -1,5 +1,6 @@
-"""Shared fixtures: the two reference specs, validated once per session; and a differential
-check of the Lambda's spec loader on every spec any test validates."""
+"""Shared fixtures: the two reference specs, validated once per session; a differential
+check of the Lambda's spec loader on every spec any test validates; and the order: modules
+with a `slow` test first."""
 
 from __future__ import annotations
 
@@ -11,6 +12,14 @@ import pytest
 from runtime.spec import AgentfnSpec
 from tests.helpers import DEMO_SPEC, FULL_SPEC, load_spec
 from tests.spec_forms import form_problems
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The modules with a `slow` test run first, each module's tests together and in their
+    order: with -n, a long test started near the end would keep its worker busy while the
+    other, nothing left to take, waits."""
+    slow = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.path not in slow)  # stable: the order is otherwise kept
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,9 @@ The same code as deployed, fed the way AWS feeds it:
 - infra.local.dev_server's `HookBridge` serves `POST /hooks/{agent}/{trigger}` as API
   Gateway would (a proxy event to the trigger handler: the same check, the same answers);
 - `Scheduler` fires each schedule when its expression is due, with the input Scheduler
-  sends (`--no-schedules` leaves it off);
+  sends (`--no-schedules` leaves it off), by the wall clock, or by a clock that starts at
+  the instant AGENTFN_DEV_SCHEDULE_CLOCK names and runs at the wall clock's pace
+  (`schedule_clock`: a test sets it just before a due time instead of waiting for one);
 - `QueuePoller` reads the queues as Lambda's event source mapping does: a batch to the
   handler, the messages it reports failed left for SQS to deliver again (and, past their
   receive count, to move to the dead-letter queue), the others deleted.
@@ -17,9 +19,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -30,6 +34,10 @@ from runtime.triggers.starter import TriggerStarter, queue_name, queue_targets
 log = logging.getLogger("agentfn.dev")
 LOCAL_QUEUE_PREFIX = "agentfn-local-"
 POLL_SECONDS = 0.5
+#: An ISO-8601 instant with its offset (`2030-01-01T08:59:58Z`): the dev scheduler's clock
+#: starts there, then runs at the wall clock's pace (schedule_clock). Only the scheduler
+#: reads it: runs, events and their times keep the wall clock.
+CLOCK_ENV = "AGENTFN_DEV_SCHEDULE_CLOCK"
 
 
 def connect(stack: Any, secret: Any = None) -> dict[str, tuple[str, str]]:
@@ -74,6 +82,25 @@ def schedule_payload(owner: str, trigger: str, when: float) -> dict[str, Any]:
     """What Scheduler sends the trigger function (infra.sam.triggers: the schedule's Input)."""
     stamp = datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return {TARGET_KEY: f"{owner}/{trigger}", "time": stamp}
+
+
+def schedule_clock(environ: dict[str, str] | None = None) -> Callable[[], float]:
+    """The clock the dev scheduler reads: the wall clock, or, when CLOCK_ENV names an
+    instant, one that reads that instant now and advances as the wall clock does."""
+    value = (os.environ if environ is None else environ).get(CLOCK_ENV, "").strip()
+    if not value:
+        return time.time
+    try:
+        start = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        start = None
+    if start is None or start.tzinfo is None:
+        raise SystemExit(
+            f"{CLOCK_ENV}={value!r}: not an ISO-8601 instant with its offset "
+            "(for example 2030-01-01T08:59:58Z)"
+        )
+    origin, began = start.timestamp(), time.monotonic()
+    return lambda: origin + (time.monotonic() - began)
 
 
 class Scheduler:
@@ -188,7 +215,7 @@ def start(stack: Any, stop: threading.Event, *, schedules: bool = True) -> None:
         print(f"trigger {owner}/{name} reads {url}", file=sys.stderr, flush=True)
     batch = {url: _batch_size(stack.spec, *target) for url, target in queues.items()}
     poller = QueuePoller(stack.clients.make("sqs"), queues, batch)
-    scheduler = Scheduler(stack.spec) if schedules else None
+    scheduler = Scheduler(stack.spec, schedule_clock()) if schedules else None
 
     def loop() -> None:
         while not stop.wait(POLL_SECONDS):

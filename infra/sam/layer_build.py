@@ -8,6 +8,8 @@ it writes is the bytecode the functions load. It uses the standard library only.
     python layer_build.py code  ARTIFACTS_DIR NAME...  # the function code: copy, compile
     python layer_build.py layer ARTIFACTS_DIR          # a layer, as layer.json describes it
 
+Either is kept and reused when AGENTFN_BUILD_CACHE names a folder (CACHE_ENV).
+
 The function code keeps its sources (tracebacks show the lines) next to `__pycache__`
 bytecode marked `unchecked-hash`: the zip does not keep file times exactly, and a timestamp
 check would make Python compile every module again on each cold start (where it cannot
@@ -23,6 +25,7 @@ files nothing at run time reads (`prune`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -31,10 +34,54 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
+
+#: A folder where built layers and function code are kept, by what defines them (layer_key,
+#: code_key): set, what was built once is copied from there by every later build of the same
+#: thing (the other functions of the stack, a second `sam build`, two stacks that ship the
+#: same layer: the test suite's). A layer's key holds its requirements as written, not what
+#: they resolve to: a newer release of a dependency is not picked up until the folder is
+#: emptied. Unset (the default), every build installs and compiles everything.
+CACHE_ENV = "AGENTFN_BUILD_CACHE"
 
 
 def build_code(artifacts: Path, names: list[str], source: Path = Path(".")) -> None:
-    """Copy the code (`names`: folders and files of the package) and compile it in place."""
+    """Copy the code (`names`: folders and files of the package) and compile it in place;
+    with CACHE_ENV set, copy it from there when the same code was built before (`sam build`
+    builds every function of a `makefile` build on its own, each from the same package)."""
+    cache = os.environ.get(CACHE_ENV, "").strip()
+    kept = Path(cache) / f"code-{code_key(source, names)}" if cache else None
+    if kept is not None and kept.is_dir():
+        shutil.copytree(kept, artifacts, dirs_exist_ok=True)
+        return
+    _compile_code(artifacts, names, source)
+    if kept is not None:
+        _keep(artifacts, kept)
+
+
+def code_key(source: Path, names: list[str]) -> str:
+    """What built function code depends on: every file it copies (path and bytes), this
+    recipe's own text, and the Python that compiles it."""
+    digest = _recipe_digest()
+    for name in names:
+        path = source / name
+        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        for file in files:
+            if "__pycache__" in file.parts or file.suffix == ".pyc" or not file.exists():
+                continue  # not copied (build_code's ignore)
+            digest.update(f"{file.relative_to(source).as_posix()}\0".encode())
+            digest.update(hashlib.sha256(file.read_bytes()).digest())
+    return digest.hexdigest()[:32]
+
+
+def _recipe_digest() -> Any:
+    """A sha256 that starts with this file's own text and the Python that runs it."""
+    digest = hashlib.sha256(Path(__file__).read_bytes())
+    digest.update(f"{sys.version}|{sys.executable}\0".encode())
+    return digest
+
+
+def _compile_code(artifacts: Path, names: list[str], source: Path) -> None:
     artifacts.mkdir(parents=True, exist_ok=True)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     for name in names:
@@ -72,16 +119,30 @@ def _normal(name: str) -> str:
 
 
 def lower_distributions(config: dict[str, object], requirements: list[str]) -> set[str]:
-    """The distributions `requirements` resolve to (what the layers beneath hold)."""
+    """The distributions `requirements` resolve to (what the layers beneath hold); with
+    CACHE_ENV set, the answer is kept there (every layer above the first asks it again)."""
     if not requirements:
         return set()
+    platform = pip_platform_args(config)
+    cache = os.environ.get(CACHE_ENV, "").strip()
+    digest = _recipe_digest()
+    digest.update("\0".join([*platform, "", *requirements]).encode())
+    kept = Path(cache) / f"lower-{digest.hexdigest()[:32]}.json" if cache else None
+    if kept is not None and kept.is_file():
+        return set(json.loads(kept.read_text(encoding="utf-8")))
     with tempfile.TemporaryDirectory() as nowhere:  # pip wants a target for a platform
         answer = _pip(
             "install", "--dry-run", "--ignore-installed", "--quiet", "--report", "-",
-            "--target", nowhere, *pip_platform_args(config), *requirements,
+            "--target", nowhere, *platform, *requirements,
         )  # fmt: skip
     report = json.loads(answer.stdout)
-    return {_normal(item["metadata"]["name"]) for item in report.get("install", [])}
+    names = {_normal(item["metadata"]["name"]) for item in report.get("install", [])}
+    if kept is not None:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        scratch = kept.with_name(f".{kept.name}.{os.getpid()}")
+        scratch.write_text(json.dumps(sorted(names)), encoding="utf-8")
+        os.replace(scratch, kept)  # whole or not at all
+    return names
 
 
 def drop_distributions(target: Path, names: set[str]) -> list[str]:
@@ -150,7 +211,40 @@ def _compile(target: Path, *, legacy: bool = False) -> subprocess.CompletedProce
 
 
 def build_layer(artifacts: Path, folder: Path = Path(".")) -> None:
-    config = json.loads((folder / "layer.json").read_text(encoding="utf-8"))
+    """Build the layer `layer.json` describes into `artifacts`; with CACHE_ENV set, copy it
+    from there when it was built before (and keep it there once built)."""
+    described = (folder / "layer.json").read_text(encoding="utf-8")
+    cache = os.environ.get(CACHE_ENV, "").strip()
+    kept = Path(cache) / layer_key(described) if cache else None
+    if kept is not None and kept.is_dir():
+        shutil.copytree(kept, artifacts, dirs_exist_ok=True)
+        return
+    _install_layer(artifacts, json.loads(described))
+    if kept is not None:
+        _keep(artifacts, kept)
+
+
+def layer_key(described: str) -> str:
+    """What a built layer depends on: its description (requirements, platform, pruning), this
+    recipe's own text, and the Python that compiles its bytecode."""
+    digest = _recipe_digest()
+    digest.update(described.encode())
+    return digest.hexdigest()[:32]
+
+
+def _keep(artifacts: Path, kept: Path) -> None:
+    """Copy the built layer to `kept` whole or not at all (a copy beside it, renamed): two
+    builds of one layer at once both succeed, the first to finish is kept."""
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=".building-", dir=kept.parent))
+    try:
+        shutil.copytree(artifacts, scratch, dirs_exist_ok=True)
+        os.rename(scratch, kept)
+    except OSError:  # kept by another build meanwhile
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _install_layer(artifacts: Path, config: dict[str, Any]) -> None:
     target = artifacts / "python"  # where Lambda puts a layer's Python code on sys.path
     target.mkdir(parents=True, exist_ok=True)
     own, lower = list(config["requirements"]), list(config.get("lower", []))

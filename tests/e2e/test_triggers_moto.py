@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -224,6 +225,18 @@ def test_the_dev_scheduler_fires_each_due_time_once(
     assert scheduler.due[("digest", "hourly")] == 1_800_000_000.0 + 7200
 
 
+def test_the_dev_scheduler_clock_starts_where_told_and_keeps_the_wall_clocks_pace() -> None:
+    assert dev_triggers.schedule_clock({}) is time.time  # unset: the wall clock
+    clock = dev_triggers.schedule_clock({dev_triggers.CLOCK_ENV: "2030-01-01T08:59:58Z"})
+    first = clock()
+    assert 1_893_488_398.0 <= first < 1_893_488_398.0 + 5  # 2030-01-01T08:59:58Z, as told
+    time.sleep(0.2)
+    assert 0.15 < clock() - first < 5  # it runs
+    for bad in ("tomorrow", "2030-01-01T08:59:58"):  # not an instant; no offset: whose time?
+        with pytest.raises(SystemExit, match=f"{dev_triggers.CLOCK_ENV}='{bad}'"):
+            dev_triggers.schedule_clock({dev_triggers.CLOCK_ENV: bad})
+
+
 def test_no_schedules_leaves_the_scheduler_off_and_the_queues_on(
     stack: tuple[EmbeddedStack, dict[str, tuple[str, str]]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -233,9 +246,9 @@ def test_no_schedules_leaves_the_scheduler_off_and_the_queues_on(
     made: list[Any] = []
     real = dev_triggers.Scheduler
 
-    def recording(spec: Any) -> Any:
+    def recording(spec: Any, clock: Any) -> Any:
         made.append(spec)
-        return real(spec)
+        return real(spec, clock)
 
     monkeypatch.setattr(dev_triggers, "Scheduler", recording)
     stop = threading.Event()

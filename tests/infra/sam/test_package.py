@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from infra.sam import layer_build
 from infra.sam.layers import A2A, DEPENDENCIES, MCP, POWERTOOLS, POWERTOOLS_API, SQL
 from infra.sam.package import stage_package
@@ -214,3 +216,110 @@ def test_powertools_is_split_so_agents_ship_only_logger_and_metrics(tmp_path: Pa
         for s in (core, api)
     }
     assert sizes["powertools"] < sizes["powertools-api"] / 3, sizes  # agents carry the small part
+
+
+def test_a_layer_built_once_is_copied_from_the_cache_until_what_defines_it_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """AGENTFN_BUILD_CACHE: the second build of a layer copies the first's (the real install,
+    pip and all, is what the `sam build` tests run); another description, or no cache, builds."""
+    folder = tmp_path / "layer"
+    folder.mkdir()
+    described = {"requirements": ["shared-dep>=1"], "python": "3.11", "architecture": "arm64"}
+    (folder / "layer.json").write_text(json.dumps(described))
+    installs: list[dict[str, object]] = []
+
+    def install(artifacts: Path, config: dict[str, object]) -> None:
+        installs.append(config)
+        (artifacts / "python" / "shared_dep").mkdir(parents=True)
+        (artifacts / "python" / "shared_dep" / "__init__.pyc").write_bytes(
+            b"built %d" % len(installs)
+        )
+
+    def files(artifacts: Path) -> dict[str, bytes]:
+        return {
+            str(p.relative_to(artifacts)): p.read_bytes()
+            for p in artifacts.rglob("*")
+            if p.is_file()
+        }
+
+    monkeypatch.setattr(layer_build, "_install_layer", install)
+    monkeypatch.setenv(layer_build.CACHE_ENV, str(tmp_path / "cache"))
+    layer_build.build_layer(tmp_path / "first", folder)
+    layer_build.build_layer(tmp_path / "second", folder)
+    assert len(installs) == 1
+    assert (
+        files(tmp_path / "second")
+        == files(tmp_path / "first")
+        == {"python/shared_dep/__init__.pyc": b"built 1"}
+    )
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == [
+        layer_build.layer_key(json.dumps(described))
+    ]  # nothing half-copied left beside it
+    (folder / "layer.json").write_text(json.dumps({**described, "architecture": "x86_64"}))
+    layer_build.build_layer(tmp_path / "third", folder)
+    assert len(installs) == 2 and installs[1]["architecture"] == "x86_64"
+    monkeypatch.delenv(layer_build.CACHE_ENV)
+    layer_build.build_layer(tmp_path / "fourth", folder)
+    assert len(installs) == 3
+
+
+def test_function_code_built_once_is_copied_from_the_cache_until_a_file_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`sam build` builds each function of a `makefile` build alone, all from one package:
+    with AGENTFN_BUILD_CACHE the first compiles it, the others copy it; any file changed
+    (or added) is built again."""
+    package = stage_package(load_spec(DEMO_SPEC), ROOT, tmp_path / "staged")
+    names = ["agentfn.spec.json", "handlers", "runtime", "tools"]
+    compiled: list[Path] = []
+    real = layer_build._compile_code
+
+    def counting(artifacts: Path, names: list[str], source: Path) -> None:
+        compiled.append(artifacts)
+        real(artifacts, names, source)
+
+    monkeypatch.setattr(layer_build, "_compile_code", counting)
+    monkeypatch.setenv(layer_build.CACHE_ENV, str(tmp_path / "cache"))
+    layer_build.build_code(tmp_path / "first", names, package)
+    layer_build.build_code(tmp_path / "second", names, package)
+    assert compiled == [tmp_path / "first"]
+    first = {p.relative_to(tmp_path / "first") for p in (tmp_path / "first").rglob("*")}
+    assert first == {p.relative_to(tmp_path / "second") for p in (tmp_path / "second").rglob("*")}
+    assert any(p.suffix == ".pyc" for p in first)  # compiled bytecode, copied
+    (package / "tools" / "added.py").write_text("X = 1\n")
+    layer_build.build_code(tmp_path / "third", names, package)
+    assert compiled[-1] == tmp_path / "third"
+    assert (tmp_path / "third" / "tools" / "__pycache__" / f"added.{TAG}.pyc").exists()
+    (package / "agentfn.spec.json").write_text("{}")
+    layer_build.build_code(tmp_path / "fourth", names, package)
+    assert compiled[-1] == tmp_path / "fourth" and len(compiled) == 3
+
+
+def test_what_the_layers_beneath_hold_is_resolved_once_with_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every layer above the first asks pip what the same `lower` requirements resolve to:
+    with AGENTFN_BUILD_CACHE, pip answers once per platform and requirements."""
+    asked: list[tuple[str, ...]] = []
+
+    def pip(*args: str) -> subprocess.CompletedProcess[str]:
+        asked.append(args)
+        report = {
+            "install": [{"metadata": {"name": "Pydantic_Core"}}, {"metadata": {"name": "httpx"}}]
+        }
+        return subprocess.CompletedProcess(args, 0, json.dumps(report), "")
+
+    monkeypatch.setattr(layer_build, "_pip", pip)
+    monkeypatch.setenv(layer_build.CACHE_ENV, str(tmp_path / "cache"))
+    config: dict[str, object] = {"architecture": "arm64", "glibc_minor": 26, "python": "3.11"}
+    lower = ["pydantic>=2.7,<3", "httpx>=0.27,<1"]
+    assert layer_build.lower_distributions(config, lower) == {"pydantic-core", "httpx"}
+    assert layer_build.lower_distributions(config, lower) == {"pydantic-core", "httpx"}
+    assert len(asked) == 1 and "--dry-run" in asked[0]
+    layer_build.lower_distributions({**config, "architecture": "x86_64"}, lower)
+    layer_build.lower_distributions(config, lower[:1])
+    assert len(asked) == 3  # another platform, other requirements: asked again
+    monkeypatch.delenv(layer_build.CACHE_ENV)
+    layer_build.lower_distributions(config, lower)
+    assert len(asked) == 4

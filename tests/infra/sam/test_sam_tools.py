@@ -6,6 +6,13 @@ with `--runtime` matching it, exactly as a developer would on a machine without 
 runs the Makefiles `agentfn build` stages (the functions' code, compiled; the dependency
 layers, installed by pip for the functions' platform), so it needs `make`, as SAM does for
 any `BuildMethod: makefile`.
+
+The two `sam build`s share one build cache for the session (AGENTFN_BUILD_CACHE, keyed by
+what defines each thing built, its recipe and the Python): the full fixture's layers are the
+demo's, so pip installs each once per session; a stack's functions, one package, compile it
+once instead of once each. Both builds check what they ship. With -n they are next to each
+other in the worker's share of the tests (`--dist worksteal` keeps shares contiguous), so
+the second finds the first's layers; on two workers at once each would build its own.
 """
 
 from __future__ import annotations
@@ -26,8 +33,8 @@ TAG = sys.implementation.cache_tag
 SPECS = {"demo": DEMO_SPEC, "full": FULL_SPEC}
 
 
-def _tool_env() -> dict[str, str]:
-    env = {**os.environ, "SAM_CLI_TELEMETRY": "0", "AWS_DEFAULT_REGION": "us-east-1"}
+def _tool_env(**more: str) -> dict[str, str]:
+    env = {**os.environ, "SAM_CLI_TELEMETRY": "0", "AWS_DEFAULT_REGION": "us-east-1", **more}
     # sam build looks for `pythonX.Y` on PATH: put this interpreter's folder first.
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     return env
@@ -54,10 +61,21 @@ def _project(name: str, tmp_path: Path, runtime: str | None = None) -> Path:
     return project
 
 
-def _run(args: list[str], cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess[str]:
+def _run(
+    args: list[str], cwd: Path, timeout: int = 300, **env: str
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        args, cwd=cwd, env=_tool_env(), capture_output=True, text=True, timeout=timeout
+        args, cwd=cwd, env=_tool_env(**env), capture_output=True, text=True, timeout=timeout
     )
+
+
+@pytest.fixture(scope="session")
+def build_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One folder of built layers for the session, shared by the xdist workers (the parent
+    of a worker's base temporary folder is the session's)."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    return shared / "sam-build-cache"
 
 
 @pytest.mark.parametrize("name", list(SPECS))
@@ -86,7 +104,9 @@ def test_sam_validate_lint_passes(name: str, tmp_path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("make") is None, reason="sam build runs Makefiles: no make")
 @pytest.mark.parametrize("name", list(SPECS))
-def test_sam_build_succeeds_and_packages_only_what_runs(name: str, tmp_path: Path) -> None:
+def test_sam_build_succeeds_and_packages_only_what_runs(
+    name: str, tmp_path: Path, build_cache: Path
+) -> None:
     project = _project(name, tmp_path, runtime=LOCAL_RUNTIME)
     result = _run(
         [
@@ -99,6 +119,7 @@ def test_sam_build_succeeds_and_packages_only_what_runs(name: str, tmp_path: Pat
         ],
         project,
         timeout=600,
+        AGENTFN_BUILD_CACHE=str(build_cache),
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Build Succeeded" in result.stdout + result.stderr

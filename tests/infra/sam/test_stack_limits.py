@@ -171,6 +171,7 @@ def _fits(agents: int, tmp_path: Path) -> bool:
     return not limits.check(template, render(template), agents, 0).errors
 
 
+@pytest.mark.slow  # a binary search of templates of 100 to 400 agents, two `agentfn build`s
 def test_the_largest_stack_builds_and_one_agent_more_is_refused(tmp_path: Path) -> None:
     """The boundary, wherever the template's shape puts it (every limit counted: resources,
     outputs, bytes): the largest stack is at most 500 resources for the real transform and

@@ -161,6 +161,7 @@ def test_physical_names_fit_lambda_and_step_functions(deployed: dict[str, Any]) 
         assert name is None or len(resolve(name)) <= 80, resolve(name)
 
 
+@pytest.mark.slow  # cfn-lint over 900 KB of template: half a minute
 def test_the_hundred_agent_template_is_cfn_lint_clean(
     template: dict[str, Any], tmp_path: Path
 ) -> None:
