@@ -61,8 +61,9 @@ def token_endpoint(url: str) -> str:
         return str(metadata["token_endpoint"])
 
 
-def server_config(scenario: str, url: str) -> tuple[HttpMcpServer, dict[str, str]]:
-    """The `mcp_servers` entry for the scenario's server, and the secrets it references."""
+def server_config(scenario: str, url: str) -> tuple[Any, dict[str, str]]:
+    """The `mcp_servers` entry for the scenario's server, validated as `agentfn build` does
+    and in the form the run time reads (runtime.spec.plain), and the secrets it references."""
     config: dict[str, Any] = {"transport": "http", "url": url, "timeout": "20s"}
     secrets: dict[str, str] = {}
     if scenario == "auth/client-credentials-basic":
@@ -73,7 +74,7 @@ def server_config(scenario: str, url: str) -> tuple[HttpMcpServer, dict[str, str
             "client_secret": SECRET,
         }
         secrets[SECRET] = context["client_secret"]
-    return HttpMcpServer.model_validate(config), secrets
+    return HttpMcpServer.model_validate(config).to_runtime(), secrets
 
 
 async def main(scenario: str, url: str) -> int:
