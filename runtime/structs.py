@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import operator
 import typing
+from collections.abc import Callable
 from functools import cache
 from itertools import compress, repeat
 from typing import Any, TypeVar
@@ -71,18 +72,8 @@ def dump_changed(record: Record) -> dict[str, Any]:
     out = dict(zip(compress(plan.names, kept), compress(values, kept), strict=False))
     for name in plan.nested:
         if name in out:
-            out[name] = _changed(out[name])
+            out[name] = _nested(out[name], dump_changed)
     return out
-
-
-def _changed(value: Any) -> Any:
-    if isinstance(value, Record):
-        return dump_changed(value)
-    if isinstance(value, list):
-        return [_changed(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _changed(v) for k, v in value.items()}
-    return value
 
 
 def dump_set(record: Record) -> dict[str, Any]:
@@ -97,17 +88,18 @@ def dump_set(record: Record) -> dict[str, Any]:
     out.update(zip(compress(plan.names, kept), compress(values, kept), strict=False))
     for name in plan.nested_set:
         if name in out:
-            out[name] = _set(out[name])
+            out[name] = _nested(out[name], dump_set)
     return out
 
 
-def _set(value: Any) -> Any:
+def _nested(value: Any, dump: Callable[[Any], dict[str, Any]]) -> Any:
+    """`value` with each record in it (itself, or in its lists and dicts) dumped by `dump`."""
     if isinstance(value, Record):
-        return dump_set(value)
+        return dump(value)
     if isinstance(value, list):
-        return [_set(v) for v in value]
+        return [_nested(v, dump) for v in value]
     if isinstance(value, dict):
-        return {k: _set(v) for k, v in value.items()}
+        return {k: _nested(v, dump) for k, v in value.items()}
     return value
 
 
