@@ -21,6 +21,7 @@ drop a message's fields at non-None defaults (`"turn":0`), which pydantic wrote.
 from __future__ import annotations
 
 import operator
+import threading
 import typing
 from collections.abc import Callable
 from functools import cache
@@ -175,6 +176,7 @@ def load(cls: type[T], data: Any, *, strict: bool = True) -> T:
     """`data` (JSON-able Python) validated as `cls`; msgspec.ValidationError (a ValueError,
     as pydantic's was) says what and where. `strict=False` coerces as pydantic's lax mode
     did for what was read that way ("3" for an int, 3.0 for an int)."""
+    _ready(cls)
     loaded: T = msgspec.convert(data, cls, strict=strict)
     return loaded
 
@@ -187,4 +189,26 @@ def load_json(cls: type[T], text: str | bytes, *, strict: bool = True) -> T:
 
 @cache
 def _decoder(cls: Any, strict: bool) -> msgspec.json.Decoder[Any]:
+    _ready(cls)
     return msgspec.json.Decoder(cls, strict=strict)
+
+
+_known: set[Any] = set()
+_first_use = threading.Lock()
+
+
+def _ready(cls: Any) -> None:
+    """Make msgspec's information about `cls` (and every type it nests) under one lock, once.
+
+    msgspec works it out at a type's first decode or convert and keeps it on the class; two
+    threads doing that at once for the same types crashed the process (a segfault in
+    `agentfn dev`, two workflow steps starting runs together: msgspec 0.22, faulthandler's
+    stacks in both threads at `msgspec.convert(…, RunHead)`). Every decode and convert of
+    agentfn's goes through `load`, `load_json` or this, so the first use of each type is
+    serialised and every later one takes no lock."""
+    if cls in _known:
+        return
+    with _first_use:
+        if cls not in _known:
+            msgspec.json.Decoder(cls)  # builds the type information, nested types included
+            _known.add(cls)

@@ -21,12 +21,11 @@ class SpecModel(BaseModel):
         """This section as the run time reads it: the struct of the same name in
         runtime.spec.plain, from this section's JSON (a validated section handed to the
         engine's code in process: a model of `agentfn eval`, a tool in a test)."""
-        import msgspec
-
         from runtime.spec import plain
+        from runtime.structs import load
 
         data = self.model_dump(mode="json", by_alias=True)
-        return msgspec.convert(data, getattr(plain, type(self).__name__))
+        return load(getattr(plain, type(self).__name__), data)
 
 
 class RetrySettings(SpecModel):

@@ -10,10 +10,9 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-import msgspec
-
 from runtime.spec.plain.root import AgentfnSpec
 from runtime.spec.shared import compiled_hash
+from runtime.structs import load as load_struct
 
 if TYPE_CHECKING:
     from runtime.spec import root
@@ -28,7 +27,7 @@ else:
 def load(data: dict[str, Any], *, digest: str | None = None) -> AgentfnSpec:
     """The spec a compiled JSON document (`AgentfnSpec.to_compiled()`) holds. Its hash is
     the document's, which is what the validated spec's `spec_hash()` gives."""
-    spec = msgspec.convert(data, AgentfnSpec)
+    spec = load_struct(AgentfnSpec, data)  # first use under runtime.structs' lock
     spec.__dict__["_digest"] = digest or compiled_hash(data)
     return spec
 

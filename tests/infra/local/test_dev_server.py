@@ -36,7 +36,9 @@ def _free_port() -> int:
 
 def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "AGENTFN_"))}
-    return {**env, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
+    # A crash of the server (a segfault in a C extension) prints every thread's stack to
+    # its stderr, which the fixture shows when the exit code is not 0.
+    return {**env, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"}
 
 
 @dataclass
