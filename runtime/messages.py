@@ -12,6 +12,7 @@ from typing import Any, ClassVar, Literal
 import msgspec
 
 from runtime.errors import ModelError
+from runtime.jsontext import writer
 from runtime.structs import Record, load, replace
 
 
@@ -73,12 +74,12 @@ class ToolCall(Record, kw_only=True):
         """The arguments as JSON text (the raw text when they did not parse)."""
         if self.arguments is None:
             return self.raw_arguments or ""
-        return _ARGUMENTS_JSON.encode(self.arguments)
+        return _arguments_json(self.arguments)
 
 
-#: json.dumps(…, sort_keys=True, separators=(",", ":")), its encoder made once: dumps with
-#: options builds a new JSONEncoder per call, and every turn encodes its calls' arguments.
-_ARGUMENTS_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+#: json.dumps(…, sort_keys=True, separators=(",", ":")), its encoder made once: every turn
+#: encodes its calls' arguments (runtime.jsontext).
+_arguments_json = writer(json.JSONEncoder(sort_keys=True, separators=(",", ":")))
 
 
 class UserMessage(Record, kw_only=True, tag_field="kind", tag="user"):

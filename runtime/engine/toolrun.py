@@ -12,6 +12,7 @@ import json
 import time
 from typing import Any
 
+from runtime.jsontext import writer
 from runtime.messages import ImagePart, ToolCall, ToolResultMessage
 from runtime.safety.schema_check import SchemaViolation, check
 from runtime.store.base import BlobStore
@@ -55,17 +56,17 @@ def answered_result(
     )
 
 
-#: json.dumps(…, ensure_ascii=False, default=str) with its encoder made once (dumps with
-#: options builds one per call; every tool result is rendered).
-_OUTPUT_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
+#: json.dumps(…, ensure_ascii=False, default=str) with its encoder made once (every tool
+#: result is rendered: runtime.jsontext).
+_output_json = writer(json.JSONEncoder(ensure_ascii=False, default=str))
 
 
 def render_output(output: Any) -> str:
     if isinstance(output, str):
         return output
     try:
-        return _OUTPUT_JSON.encode(output)
-    except (TypeError, ValueError):
+        return _output_json(output)
+    except (TypeError, ValueError, RecursionError):  # RecursionError: it refers to itself
         return str(output)
 
 

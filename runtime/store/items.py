@@ -72,9 +72,18 @@ def sweep_shard(run_id: str) -> str:
 
 
 def sweep_at(seconds: float) -> str:
-    """`sweep_at` as stored: rounded up to the bucket, fixed width so strings sort as numbers."""
+    """`sweep_at` as stored: rounded up to the bucket, fixed width so strings sort as numbers.
+    The last one is kept: a run's commits fall in the same bucket for minutes."""
+    global _last_sweep
     bucket = math.ceil(seconds / SWEEP_BUCKET_SECONDS) * SWEEP_BUCKET_SECONDS
-    return f"{bucket:012d}"
+    last = _last_sweep
+    if last[0] == bucket:
+        return last[1]
+    _last_sweep = bucket, f"{bucket:012d}"
+    return _last_sweep[1]
+
+
+_last_sweep: tuple[int, str] = (-1, "")
 
 
 def index_item(head: RunHead) -> Item:

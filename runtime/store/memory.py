@@ -51,8 +51,6 @@ class MemoryBlobs:
 @dataclass
 class StoreStats:
     commits: int = 0
-    items_written: int = 0
-    bytes_written: int = 0
     reads: int = 0
     messages_loaded: int = 0  # messages decoded by load_messages
 
@@ -79,8 +77,6 @@ class MemoryStore:
                     written.append(index)
             for item in written:
                 self.items[(item["pk"], item["sk"])] = item
-                self.stats.items_written += 1
-                self.stats.bytes_written += sum(map(len, map(str, item.values())))
             self._latest[key[0]] = max(self._latest.get(key[0], ""), key[1])
             self.stats.commits += 1
 
