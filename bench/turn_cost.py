@@ -18,6 +18,12 @@ a new run on a new Engine: the Engine, the agent's tools and model resolved, has
 first commit. Printed as the CPU time of a one-turn run on a new Engine less the same run
 on a warm Engine (the median of 30); plus validating the spec itself, for reference.
 
+The sync tool's extra time is the hop to a worker thread and back: two thread wake-ups, each
+a wait for the OS scheduler. With the process held to one CPU (`sched_setaffinity`, as
+`taskset -c 0`) the same sync run is measured again: the difference is what waking a thread
+on the other CPU costs (an interrupt between CPUs, dear in a VM), the part of the hop no
+code of ours can remove.
+
 This is the benchmark that would have caught the sync path losing its time: it prints the
 sync and async figures side by side and flags a turn over 0.1 ms, a sync turn over 1.5 times the
 async one, and a turn-200 figure over 1.2 times turn 1. `--compare REV` runs the same
@@ -52,7 +58,7 @@ def _turn_at(turns: list[float], k: int) -> float:
     return statistics.median(window)
 
 
-def measure(repeats: int) -> dict[str, Any]:
+def measure(repeats: int, tools: tuple[str, ...] = ("anoop", "noop")) -> dict[str, Any]:
     """The figures for the tree this interpreter imports `runtime` from."""
     sys.path.insert(0, str(Path.cwd() / "bench"))
     from loop_overhead import TurnTimer, spec_for
@@ -61,7 +67,7 @@ def measure(repeats: int) -> dict[str, Any]:
     from runtime.store.memory import MemoryStore
 
     out: dict[str, Any] = {}
-    for tool in ("anoop", "noop"):
+    for tool in tools:
         spec = spec_for(TURNS, tool)
         best: dict[int, float] = {}
         cpu: list[float] = []
@@ -82,6 +88,8 @@ def measure(repeats: int) -> dict[str, Any]:
             for k in AT:
                 best[k] = min(best.get(k, 1.0), _turn_at(turns, k))
         out[tool] = {"turns_ms": {k: v * 1000 for k, v in best.items()}, "cpu_ms": min(cpu) * 1e3}
+    if tools != ("anoop", "noop"):
+        return out
     out["build_ms"], out["validate_ms"] = _build(spec_for, Engine, MemoryStore)
     out["hop_ms"] = _hop() * 1e3
     return out
@@ -139,10 +147,18 @@ def _tree_of(rev: str, into: Path) -> Path:
     return into
 
 
-def _measure_in(tree: Path, repeats: int) -> dict[str, Any]:
+def _measure_in(tree: Path, repeats: int, *, one_cpu: bool = False) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(tree)}
+    flags = ["--one-cpu"] if one_cpu else []
     done = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--json", "--repeats", str(repeats)],
+        [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--json",
+            "--repeats",
+            str(repeats),
+            *flags,
+        ],
         cwd=tree,
         env=env,
         check=True,
@@ -150,18 +166,21 @@ def _measure_in(tree: Path, repeats: int) -> dict[str, Any]:
         text=True,
     )
     figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    for tool in ("anoop", "noop"):  # JSON keys are strings
+    for tool in ("anoop", "noop") if not one_cpu else ("noop",):  # JSON keys are strings
         figures[tool]["turns_ms"] = {int(k): v for k, v in figures[tool]["turns_ms"].items()}
     return figures
 
 
-def _print(label: str, f: dict[str, Any]) -> None:
+def _print(label: str, f: dict[str, Any], one_cpu: dict[str, Any] | None = None) -> None:
     print(f"  {label}")
     heads = "".join(f"{'turn ' + str(k):>10}" for k in AT)
     print(f"    {'tool':24}{heads}{'CPU/turn':>10}  (ms)")
     for tool, name in (("anoop", "async tool"), ("noop", "sync tool (thread pool)")):
         cells = "".join(f"{f[tool]['turns_ms'][k]:>10.3f}" for k in AT)
         print(f"    {name:24}{cells}{f[tool]['cpu_ms']:>10.3f}")
+    if one_cpu is not None:
+        cells = "".join(f"{one_cpu['noop']['turns_ms'][k]:>10.3f}" for k in AT)
+        print(f"    {'sync tool, on one CPU':24}{cells}{one_cpu['noop']['cpu_ms']:>10.3f}")
     a, s = f["anoop"]["turns_ms"], f["noop"]["turns_ms"]
     flags = []
     if max(*a.values(), *s.values()) > BUDGET_MS:
@@ -181,16 +200,22 @@ def main() -> None:
     parser.add_argument("--compare", metavar="REV", help="also measure this commit")
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--one-cpu", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.json:
-        print(json.dumps(measure(args.repeats)))
+        if args.one_cpu:
+            os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # before any thread starts
+        print(json.dumps(measure(args.repeats, ("noop",) if args.one_cpu else ("anoop", "noop"))))
         return
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"framework time per turn, {TURNS}-turn run in memory (load average {load})")
     if args.compare:
         with tempfile.TemporaryDirectory() as folder:
             _print(args.compare, _measure_in(_tree_of(args.compare, Path(folder)), args.repeats))
-    _print("this tree", _measure_in(ROOT, args.repeats))
+    one_cpu = (
+        _measure_in(ROOT, args.repeats, one_cpu=True) if hasattr(os, "sched_setaffinity") else None
+    )
+    _print("this tree", _measure_in(ROOT, args.repeats), one_cpu)
     print(f"  load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
