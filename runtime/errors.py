@@ -12,7 +12,8 @@
     │   ├── SpecChanged           SPEC_CHANGED
     │   ├── HookDenied            HOOK_DENIED (an on_run_start hook refused the run)
     │   ├── McpUnavailable        MCP_UNAVAILABLE (a `required` MCP server cannot be used)
-    │   └── ToolImportFailed      TOOL_IMPORT (a Python tool's module does not import)
+    │   ├── ToolImportFailed      TOOL_IMPORT (a Python tool's module does not import)
+    │   └── SecretUnavailable     SECRET_UNAVAILABLE (a `${secret:…}` the run needs cannot be read)
     ├── StateConflict             a conditional write lost (someone else advanced the run)
     │   └── RunLeased             another worker holds the run's lease; retry later
     ├── RunNotFound               no run with that id
@@ -97,6 +98,14 @@ class ToolImportFailed(RunError):
     """A Python tool's (or hook's) module raised on import: named with its file and line."""
 
     error_code = "TOOL_IMPORT"
+
+
+class SecretUnavailable(RunError):
+    """A secret the run needs (a model's API key, a tool's or MCP server's credential) is not
+    declared or cannot be read (runtime.secrets). Named, never its value. A run that cannot
+    go on without it fails with this code; a model's missing key lets the next fallback try."""
+
+    error_code = "SECRET_UNAVAILABLE"
 
 
 class StateConflict(AgentfnError):

@@ -23,16 +23,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from runtime.errors import AgentfnError
+from runtime.errors import SecretUnavailable as SecretUnavailable  # raised here; callers import it
 from runtime.redaction import RedactingFilter, Redactor
 from runtime.spec.plain import AgentfnSpec
 from runtime.spec.shared import SECRET_REF_RE
 
 CACHE_SECONDS = 300
-
-
-class SecretUnavailable(AgentfnError):
-    error_code = "SECRET_UNAVAILABLE"
 
 
 def env_name(name: str) -> str:

@@ -7,7 +7,14 @@ answered, so the result can report `model_used`. A model that cannot call tools 
 plain chat when the agent can do without tools (`runtime.models.tool_support`); an
 exhausted quota (`QuotaExhausted`) is not transient, so it is never retried. A prompt too
 long for the model (`ContextOverflow`) goes straight back to the engine, which compacts the
-context and asks again: the same prompt would not fit a retry either.
+context and asks again: the same prompt would not fit a retry either. A model whose API key
+cannot be read (`SecretUnavailable`, resolved at its first call) has failed like any other:
+the next model is tried, so a fallback's missing key never stops a primary that answers.
+
+When every model has failed, the error names each model's last error (a user debugging a
+chain needs the primary's as much as the last one's), with the code they all failed with
+(`SECRET_UNAVAILABLE` for a lone model without its key, as the README says), else
+`MODEL_ERROR`.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from runtime.clock import Clock
-from runtime.errors import ModelError, TransientModelError
+from runtime.errors import ModelError, RunError, SecretUnavailable, TransientModelError
 from runtime.models.base import Model, ModelRequest, ModelResponse
 from runtime.models.failures import ContextOverflow
 from runtime.models.tool_support import request_with_tool_support
@@ -26,7 +33,7 @@ MAX_RETRY_AFTER = 60.0
 
 #: Called before each retry sleep: (model name, attempt, error, delay seconds); and with
 #: delay None when a model is given up (the next of the chain, if any, is tried next).
-RetryListener = Callable[[str, int, ModelError, float | None], None]
+RetryListener = Callable[[str, int, RunError, float | None], None]
 
 
 def backoff(settings: RetrySettings, attempt: int, retry_after: float | None) -> float:
@@ -42,8 +49,9 @@ async def request_with_fallbacks(
     clock: Clock,
     on_retry: RetryListener | None = None,
 ) -> tuple[Model, ModelResponse]:
-    last: ModelError | None = None
+    failures: list[tuple[str, RunError]] = []
     for model, settings in chain:
+        last: RunError | None = None
         for attempt in range(settings.max_attempts):
             try:
                 attempt_request = request if attempt == 0 else replace(request, attempt=attempt)
@@ -61,11 +69,26 @@ async def request_with_fallbacks(
                 await clock.sleep(delay)
             except ContextOverflow:
                 raise
-            except ModelError as exc:
+            except (ModelError, SecretUnavailable) as exc:
                 last = exc
                 break
-        if on_retry and last is not None:
+        assert last is not None
+        failures.append((model.name, last))
+        if on_retry:
             on_retry(model.name, attempt, last, None)
-    assert last is not None
-    names = ", ".join(m.name for m, _ in chain)
-    raise ModelError(f"every model failed ({names}); last error: {last}") from last
+    raise exhausted(failures)
+
+
+def exhausted(failures: list[tuple[str, RunError]]) -> ModelError:
+    """The error of a chain whose every model failed: each one's error, and the code they
+    share (else MODEL_ERROR)."""
+    if len(failures) == 1:
+        error = ModelError(f"{failures[0][0]} failed: {failures[0][1]}")
+    else:
+        each = "; ".join(f"{name}: {error}" for name, error in failures)
+        error = ModelError(f"every model failed: {each}")
+    codes = {e.error_code for _, e in failures}
+    if len(codes) == 1:
+        error.error_code = codes.pop()
+    error.__cause__ = failures[-1][1]
+    return error

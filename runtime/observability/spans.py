@@ -21,7 +21,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from runtime.engine.commits import BudgetSpent, RunCursor
 from runtime.engine.cost import call_cost
-from runtime.errors import ModelError, RunError, StateConflict
+from runtime.errors import RunError, StateConflict
 from runtime.events import Event
 from runtime.messages import AssistantMessage, ToolResultMessage, Usage
 from runtime.models.base import Model, ModelRequest, ModelResponse
@@ -190,7 +190,7 @@ class SpanRecorder:
         )
         names = [m.name for m, _ in chain]
 
-        def on_retry(name: str, attempt: int, error: ModelError, delay: float | None) -> None:
+        def on_retry(name: str, attempt: int, error: RunError, delay: float | None) -> None:
             detail = {"agentfn.model": name, g.ERROR_TYPE: type(error).__name__}
             detail["agentfn.error"] = g.redacted(str(error), g.MAX_ERROR_CHARS)
             if delay is not None:

@@ -86,6 +86,6 @@ def call(engine: Engine, step: LlmStep, prompt: str) -> Any:
     request = ModelRequest(system=system_prompt(step), messages=[UserMessage(content=prompt)])
     try:
         _, answer = asyncio.run(request_with_fallbacks(chain, request, engine.clock))
-    except ModelError as exc:
-        raise LlmStepFailed("MODEL_ERROR", str(exc)) from None
+    except ModelError as exc:  # MODEL_ERROR, or the code every model failed with
+        raise LlmStepFailed(exc.error_code, str(exc)) from None
     return _value(step, answer.text or "")
