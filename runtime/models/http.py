@@ -83,9 +83,28 @@ def error_message(response: httpx.Response, secret: str | None = None) -> str:
     return scrub(response.text, secret)[:500] or response.reason_phrase
 
 
-def _unreachable(provider: str, exc: Exception, secret: str | None) -> TransientModelError:
-    text = scrub(f"{provider} request failed: {type(exc).__name__}: {exc}", secret)
-    return TransientModelError(text, provider=provider)
+#: Hosts of a server on this machine: refusing a connection, it is most likely not running.
+_LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
+
+
+def _unreachable(
+    provider: str, exc: Exception, secret: str | None, url: str
+) -> TransientModelError:
+    """A transport failure, naming the server it could not reach (its origin only: a query
+    string may carry a key) and, for a server on this machine, what to check."""
+    cause = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+        where = httpx.URL(url)
+        text = (
+            f"{provider} request failed: cannot connect to {where.scheme}://{where.netloc.decode()}"
+        )
+        text += f" ({cause})"
+        if where.host in _LOCAL_HOSTS:
+            running = "`ollama serve`" if provider == "ollama" else "the server"
+            text += f"; is {running} running there? (the model's `base_url` in agents.yaml)"
+    else:
+        text = f"{provider} request failed: {cause}"
+    return TransientModelError(scrub(text, secret), provider=provider)
 
 
 async def post_json(
@@ -107,7 +126,7 @@ async def post_json(
         else:
             response = await client.post(url, json=body, headers=headers, timeout=timeout)
     except httpx.TransportError as exc:
-        raise _unreachable(provider, exc, secret) from exc
+        raise _unreachable(provider, exc, secret, url) from exc
     if not response.is_success:
         raise _refused(provider, response, secret)
     return _json_object(provider, response, secret)
@@ -162,7 +181,7 @@ async def post_stream(
             request = http.build_request("POST", url, json=body, headers=headers, timeout=timeout)
             response = await http.send(request, stream=True)
         except httpx.TransportError as exc:
-            raise _unreachable(provider, exc, secret) from exc
+            raise _unreachable(provider, exc, secret, url) from exc
         try:
             if not response.is_success:
                 await response.aread()
