@@ -95,10 +95,8 @@ def _unreachable(
     cause = f"{type(exc).__name__}: {exc}"
     if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
         where = httpx.URL(url)
-        text = (
-            f"{provider} request failed: cannot connect to {where.scheme}://{where.netloc.decode()}"
-        )
-        text += f" ({cause})"
+        origin = f"{where.scheme}://{where.netloc.decode()}"
+        text = f"{provider} request failed: cannot connect to {origin} ({cause})"
         if where.host in _LOCAL_HOSTS:
             running = "`ollama serve`" if provider == "ollama" else "the server"
             text += f"; is {running} running there? (the model's `base_url` in agents.yaml)"
