@@ -216,9 +216,13 @@ def test_offline_keeps_every_aws_call_in_moto(tmp_path: Path, recorder: Recorder
     assert not (tmp_path / ".agentfn").exists()  # nothing kept
 
 
-def test_without_credentials_a_bedrock_agent_says_what_to_set(tmp_path: Path) -> None:
-    spec = _spec(tmp_path, "http://127.0.0.1:9")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+def _no_credentials(tmp_path: Path) -> dict[str, str]:
+    """The environment of a machine with no AWS credentials, profile, region or secrets."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("AWS_") and not k.startswith("AGENTFN_SECRET_")
+    }
     env.update(
         {
             "HOME": str(tmp_path),
@@ -228,6 +232,12 @@ def test_without_credentials_a_bedrock_agent_says_what_to_set(tmp_path: Path) ->
             "AGENTFN_STATE_DIR": str(tmp_path / "state"),
         }
     )
+    return env
+
+
+def test_without_credentials_a_bedrock_agent_says_what_to_set(tmp_path: Path) -> None:
+    spec = _spec(tmp_path, "http://127.0.0.1:9")
+    env = _no_credentials(tmp_path)
     no_region = run_agentfn("run", "geo", "hi", "-f", str(spec), env=env)
     assert no_region.returncode == 1, no_region.stderr
     assert "model 'claude' (Bedrock us.anthropic.claude-sonnet-4-5" in no_region.stderr
@@ -240,3 +250,15 @@ def test_without_credentials_a_bedrock_agent_says_what_to_set(tmp_path: Path) ->
     assert "model 'claude'" in no_keys.stderr and "no usable AWS credentials" in no_keys.stderr
     assert "AWS_PROFILE" in no_keys.stderr and "AWS_ACCESS_KEY_ID" in no_keys.stderr
     assert "INTERNAL" not in no_keys.stderr
+
+
+def test_the_shipped_assistant_names_each_models_problem(tmp_path: Path) -> None:
+    """README, Bedrock: with no credentials, `claude`'s and its fallback `gpt`'s errors are
+    both named (the fallback's unreadable key once failed the run INTERNAL, hiding claude's)."""
+    env = {**_no_credentials(tmp_path), "AWS_DEFAULT_REGION": "us-east-1"}
+    done = run_agentfn("run", "assistant", "hi", "-f", str(ROOT / "agents.yaml"), env=env)
+    assert done.returncode == 1, done.stderr
+    assert "MODEL_ERROR: every model failed: claude: model 'claude' (Bedrock" in done.stderr
+    assert "no usable AWS credentials" in done.stderr
+    assert "; gpt: secret 'openai-api-key' could not be read" in done.stderr
+    assert "AGENTFN_SECRET_OPENAI_API_KEY" in done.stderr and "INTERNAL" not in done.stderr
